@@ -1,0 +1,79 @@
+import { Context } from '@temporalio/activity';
+import { imageExists, openImage, removeImage } from '../src/ceph';
+import { IMAGE_SNAP, SNAP_PREFIX } from '../src/model/naming';
+import type { RbdLocation } from '../src/model/types';
+import type { ActivityDeps } from './deps';
+import { ownedBy } from './clone';
+import { translating } from './failures';
+import { removeSourceSnap } from './finalize';
+
+export interface RemoveImagesRequest {
+  workflowId: string;
+  images: { image: RbdLocation; source: RbdLocation; snap: string }[];
+}
+
+/**
+ * Compensation: removes the clones this workflow made (dependency order: before the source
+ * snapshots they hang off). An image someone else owns is left alone and reported.
+ */
+export function removeImages(deps: ActivityDeps) {
+  return async function removeImages(req: RemoveImagesRequest): Promise<{ removed: string[]; notOwned: string[] }> {
+    const removed: string[] = [];
+    const notOwned: string[] = [];
+    for (const { image, source, snap } of req.images) {
+      const io = await deps.ioctx(image.pool, image.namespace);
+      if (!(await imageExists(io, image.image))) continue;
+      const img = await translating('open image', () => openImage(io, image.image));
+      try {
+        if (!(await ownedBy(img, req.workflowId, { image: source.image, snap }))) {
+          notOwned.push(`${image.pool}/${image.image}`);
+          continue;
+        }
+        if (await img.snapExists(IMAGE_SNAP)) {
+          if (await img.isSnapProtected(IMAGE_SNAP)) await img.unprotectSnap(IMAGE_SNAP);
+          await img.removeSnap(IMAGE_SNAP);
+        }
+      } finally {
+        await img.close();
+      }
+      await translating('remove image', () => removeImage(io, image.image));
+      removed.push(`${image.pool}/${image.image}`);
+    }
+    return { removed, notOwned };
+  };
+}
+
+export interface RemoveSnapsRequest {
+  snaps: { source: RbdLocation; snap: string }[];
+  /**
+   * After a timed-out snapshot the request may still be carried out when the image's lock owner
+   * wakes up: keep looking this long and remove a late arrival.
+   */
+  watchLateMs?: number;
+}
+
+/** Compensation: removes this run's source snapshots, and late-created ones within the watch. */
+export function removeSourceSnaps(deps: ActivityDeps) {
+  return async function removeSourceSnaps(req: RemoveSnapsRequest): Promise<{ removed: string[] }> {
+    const removed: string[] = [];
+    const until = Date.now() + (req.watchLateMs ?? 0);
+    for (;;) {
+      for (const { source, snap } of req.snaps) {
+        if (!snap.startsWith(SNAP_PREFIX)) continue; // never a snapshot vmsnap did not name
+        if (await removeSourceSnap(deps, source, snap)) removed.push(`${source.pool}/${source.image}@${snap}`);
+      }
+      if (Date.now() >= until) break;
+      heartbeat({ removed });
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+    return { removed };
+  };
+}
+
+function heartbeat(details: unknown): void {
+  try {
+    Context.current().heartbeat(details);
+  } catch {
+    // not in an activity context (direct call from the sweeper)
+  }
+}

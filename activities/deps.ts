@@ -1,0 +1,18 @@
+import type { LibvirtClient } from '../src/libvirt';
+import type { IoCtx, RadosCluster, Snapshotter } from '../src/ceph';
+import type { FreezeGuard } from '../src/host/freeze-guard';
+import type { Metrics } from '../src/host/metrics';
+
+/** What the activities need from the host. Real adapters in the worker; tests pass the same kinds. */
+export interface ActivityDeps {
+  /** Host id (task queue suffix) recorded in results. */
+  host: string;
+  libvirt(): Promise<LibvirtClient>;
+  rados(): Promise<RadosCluster>;
+  ioctx(pool: string, namespace?: string): Promise<IoCtx>;
+  snapshotter: Snapshotter;
+  guard: FreezeGuard;
+  metrics: Metrics;
+  /** Lets long activities report progress to their workflow (signals); optional in tests. */
+  reportProgress?(workflowId: string, progress: unknown): Promise<void>;
+}

@@ -1,0 +1,30 @@
+import type { ActivityDeps } from './deps';
+import { inspectDomain } from './inspect';
+import { checkTargets } from './targets';
+import { freezeGuest } from './freeze';
+import { snapshotDisks } from './snapshot';
+import { thawGuest } from './thaw';
+import { cloneDisk } from './clone';
+import { flattenDisk } from './flatten';
+import { finalizeDisk } from './finalize';
+import { removeImages, removeSourceSnaps } from './cleanup';
+
+export type { ActivityDeps } from './deps';
+
+/** Activities bound to one host's adapters. The workflow types its proxies from this. */
+export function createActivities(deps: ActivityDeps) {
+  return {
+    inspectDomain: inspectDomain(deps),
+    checkTargets: checkTargets(deps),
+    freezeGuest: freezeGuest(deps),
+    snapshotDisks: snapshotDisks(deps),
+    thawGuest: thawGuest(deps),
+    cloneDisk: cloneDisk(deps),
+    flattenDisk: flattenDisk(deps),
+    finalizeDisk: finalizeDisk(deps),
+    removeImages: removeImages(deps),
+    removeSourceSnaps: removeSourceSnaps(deps),
+  };
+}
+
+export type Activities = ReturnType<typeof createActivities>;

@@ -1,0 +1,69 @@
+import { ApplicationFailure } from '@temporalio/common';
+import { parseDomainXml, isAgentNotConfigured } from '../src/libvirt';
+import type { DomainDisk } from '../src/libvirt';
+import { FailureType } from '../src/model/failures';
+import type { InspectRequest, InspectResult, InspectedDisk } from '../src/model/types';
+import type { ActivityDeps } from './deps';
+import { translating } from './failures';
+
+/**
+ * Read-only checks before anything changes: the domain exists and runs, its disks and their RBD
+ * sources, the guest agent answers, the pools open with our key.
+ */
+export function inspectDomain(deps: ActivityDeps) {
+  return async function inspectDomain(req: InspectRequest): Promise<InspectResult> {
+    const lv = await deps.libvirt();
+    const dom = await translating(`look up domain ${req.domain}`, () => lv.lookupDomain(req.domain));
+    const { state } = await translating('read domain state', () => lv.getDomainState(dom));
+    if (state !== 'running') {
+      throw ApplicationFailure.nonRetryable(`domain ${dom.name} is ${state}, not running`, FailureType.DomainNotRunning);
+    }
+    const xml = await translating('read domain XML', () => lv.getDomainXml(dom));
+    const info = parseDomainXml(xml);
+    const disks = info.disks.filter((d) => d.device === 'disk').map(toInspected);
+
+    const agent = { configured: info.hasAgentChannel, responding: false } as InspectResult['agent'];
+    if (req.quiesce !== 'skip' && info.hasAgentChannel) {
+      try {
+        await lv.guestPing(dom, req.agentTimeoutSec);
+        agent.responding = true;
+      } catch (err) {
+        if (isAgentNotConfigured(err)) agent.configured = false;
+        agent.error = err instanceof Error ? err.message : String(err);
+      }
+    }
+
+    const pools = new Set(disks.flatMap((d) => (d.rbd ? [d.rbd.pool] : [])));
+    if (req.targetPool) pools.add(req.targetPool);
+    for (const pool of pools) {
+      await openPool(deps, pool);
+    }
+    const cluster = await deps.rados();
+    const fsid = await translating('read cluster fsid', () => cluster.fsid());
+    return { domain: { name: dom.name, uuid: dom.uuid }, host: deps.host, fsid, disks, agent };
+  };
+}
+
+async function openPool(deps: ActivityDeps, pool: string): Promise<void> {
+  try {
+    await deps.ioctx(pool);
+  } catch (err) {
+    const e = err as { errno?: number };
+    if (e.errno === 2) throw ApplicationFailure.nonRetryable(`pool ${pool} does not exist`, FailureType.PoolUnavailable);
+    if (e.errno === 1 || e.errno === 13) {
+      throw ApplicationFailure.nonRetryable(`pool ${pool}: permission denied for vmsnap's cephx key`, FailureType.PermissionDenied);
+    }
+    throw err;
+  }
+}
+
+function toInspected(d: DomainDisk): InspectedDisk {
+  if (d.rbd) {
+    if (d.rbd.snapshot) return { target: d.target, unsupported: `RBD source pinned to snapshot ${d.rbd.snapshot}` };
+    if (d.readonly) return { target: d.target, unsupported: 'read-only disk' };
+    const rbd = { pool: d.rbd.pool, image: d.rbd.image, ...(d.rbd.namespace ? { namespace: d.rbd.namespace } : {}) };
+    return { target: d.target, rbd };
+  }
+  const src: string = d.sourceFile ?? d.sourceDev ?? d.type;
+  return { target: d.target, unsupported: `${d.type} disk (${src}), not RBD` };
+}

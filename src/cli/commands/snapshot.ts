@@ -1,0 +1,151 @@
+import { WorkflowFailedError } from '@temporalio/client';
+import { hostTaskQueue } from '../../config';
+import { parseSnapshotInput } from '../../model/input';
+import type { SnapshotRequest } from '../../model/input';
+import { SA } from '../../model/search-attributes';
+import type { SnapshotResult } from '../../model/types';
+import { progressQuery } from '../../../workflows/progress';
+import { COMMON_HELP, configFrom, parse } from '../common-flags';
+import { CliError, Exit } from '../exit-codes';
+import { emit, progressBar } from '../output';
+import { connectClient } from '../temporal-client';
+import { describeFailure, exitCodeFor } from '../failure-exit';
+
+const HELP = `Usage: vmsnap snapshot <domain> [options]
+
+Starts the consistentSnapshot workflow on the domain's host (task queue vmsnap-<host>).
+
+  --disk TARGET            snapshot only this disk (repeatable); default: all RBD disks
+  --skip-non-rbd           with the default disk set, skip non-RBD disks instead of failing
+  --quiesce require|prefer|skip   default prefer (freeze if the agent answers, else say quiesced:false)
+  --pool POOL              image pool for the flattened copies (default images)
+  --image TARGET=NAME      image name for a disk (repeatable)
+  --no-clone               keep only the RBD snapshot on the source image
+  --freeze-deadline-ms N   max time the guest may stay frozen (default 10000)
+  --agent-timeout-s N      guest agent timeout (default 5)
+  --snapshot-timeout-ms N  bound on the snapshot step (default 8000)
+  --label KEY=VALUE        recorded on created images (repeatable)
+  --workflow-id ID         default snap-<domain>-<UTC timestamp>; re-using an id is idempotent
+  --wait                   follow the run (phases, flatten progress) and print its result
+${COMMON_HELP}
+
+The same input works with the Temporal CLI:
+  temporal workflow start --type consistentSnapshot --task-queue vmsnap-<host> \\
+    --workflow-id snap-vm-42-1 --input '{"domain":"vm-42","quiesce":"require"}'`;
+
+export async function run(argv: string[]): Promise<number> {
+  const { values, positionals } = parse(argv, {
+    disk: { type: 'string', multiple: true },
+    'skip-non-rbd': { type: 'boolean' },
+    quiesce: { type: 'string' },
+    pool: { type: 'string' },
+    image: { type: 'string', multiple: true },
+    'no-clone': { type: 'boolean' },
+    'freeze-deadline-ms': { type: 'string' },
+    'agent-timeout-s': { type: 'string' },
+    'snapshot-timeout-ms': { type: 'string' },
+    label: { type: 'string', multiple: true },
+    'workflow-id': { type: 'string' },
+    wait: { type: 'boolean' },
+  });
+  if (values.help) {
+    process.stdout.write(HELP + '\n');
+    return Exit.ok;
+  }
+  if (positionals.length !== 1) throw new CliError('snapshot takes exactly one domain (see --help)', Exit.badInput);
+  const config = configFrom(values);
+  const request = buildRequest(positionals[0], values, config.imagePool);
+  const parsed = parseSnapshotInput(request);
+  if (!parsed.ok) throw new CliError(`invalid snapshot request: ${parsed.message}`, Exit.badInput);
+  const workflowId = values['workflow-id'] ?? `snap-${positionals[0]}-${new Date().toISOString().replace(/[-:]/g, '').slice(0, 15)}`;
+  if (!/^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/.test(workflowId)) throw new CliError('invalid --workflow-id', Exit.badInput);
+
+  const client = await connectClient(config);
+  try {
+    const taskQueue = hostTaskQueue(config.host);
+    const disks = request.disks ? `${request.disks.length} disk(s)` : 'all RBD disks';
+    const dest = parsed.input.target.clone ? parsed.input.target.pool : 'snapshot only';
+    const handle = await client.workflow.start('consistentSnapshot', {
+      taskQueue,
+      workflowId,
+      args: [request],
+      staticSummary: `snapshot ${request.domain}: ${disks} → ${dest}`,
+      staticDetails: `quiesce=${parsed.input.quiesce}, freeze deadline ${parsed.input.freezeDeadlineMs} ms, host ${config.host}`,
+      memo: { input: request },
+      typedSearchAttributes: [
+        { key: SA.domain, value: request.domain },
+        { key: SA.host, value: config.host },
+        { key: SA.phase, value: 'queued' },
+      ],
+    });
+    if (!values.wait) {
+      emit(!!values.json, { workflowId, runId: handle.firstExecutionRunId, taskQueue }, () => `started ${workflowId} on ${taskQueue}`);
+      return Exit.ok;
+    }
+    const follow = followProgress(handle, !!values.json);
+    try {
+      const result = (await handle.result()) as SnapshotResult;
+      follow.stop();
+      emit(!!values.json, result, () => humanResult(result));
+      return Exit.ok;
+    } catch (err) {
+      follow.stop();
+      if (err instanceof WorkflowFailedError) {
+        const d = describeFailure(err);
+        emit(!!values.json, { workflowId, status: 'failed', ...d }, () => `FAILED ${workflowId}: [${d.type}] ${d.message}`);
+        return exitCodeFor(err);
+      }
+      throw err;
+    }
+  } finally {
+    await client.connection.close();
+  }
+}
+
+function buildRequest(domain: string, v: Record<string, unknown>, defaultPool: string): SnapshotRequest {
+  const num = (k: string) => (v[k] === undefined ? undefined : Number(v[k]));
+  const pairs = (k: string) =>
+    Object.fromEntries(((v[k] as string[] | undefined) ?? []).map((p) => {
+      const i = p.indexOf('=');
+      if (i <= 0) throw new CliError(`--${k} expects KEY=VALUE, got "${p}"`, Exit.badInput);
+      return [p.slice(0, i), p.slice(i + 1)];
+    }));
+  const req: Record<string, unknown> = {
+    domain,
+    disks: v.disk,
+    skipNonRbdDisks: v['skip-non-rbd'],
+    quiesce: v.quiesce,
+    target: { pool: (v.pool as string | undefined) ?? defaultPool, clone: v['no-clone'] ? false : undefined, images: v.image ? pairs('image') : undefined },
+    freezeDeadlineMs: num('freeze-deadline-ms'),
+    agentTimeoutSec: num('agent-timeout-s'),
+    snapshotTimeoutMs: num('snapshot-timeout-ms'),
+    labels: v.label ? pairs('label') : undefined,
+  };
+  return JSON.parse(JSON.stringify(req)) as SnapshotRequest; // drops undefined: the recorded input stays minimal
+}
+
+function followProgress(handle: { query: (q: typeof progressQuery) => Promise<{ phase: string; disks: Record<string, { percent: number }> }> }, quiet: boolean) {
+  let last = '';
+  const timer = setInterval(() => {
+    void handle.query(progressQuery).then(
+      (p) => {
+        const bars = Object.entries(p.disks).map(([t, d]) => `${t} ${progressBar(d.percent)}`).join('  ');
+        const line = `phase: ${p.phase}${bars ? '  ' + bars : ''}`;
+        if (!quiet && line !== last) process.stderr.write(`${line}\n`);
+        last = line;
+      },
+      () => undefined,
+    );
+  }, 500);
+  return { stop: () => clearInterval(timer) };
+}
+
+export function humanResult(r: SnapshotResult): string {
+  const lines = [
+    `${r.reusedExisting ? 'already done' : 'done'}: ${r.domain.name} quiesced=${r.quiesced} (${r.quiesceReason})`,
+    `  frozen filesystems: ${r.frozenFilesystems}, freeze window: ${r.freezeWindowMs === null ? 'n/a' : `${r.freezeWindowMs} ms`}`,
+  ];
+  for (const d of r.disks) lines.push(`  ${d.target}: ${d.location}`);
+  for (const s of r.skippedDisks) lines.push(`  ${s.target}: skipped (${s.reason})`);
+  return lines.join('\n');
+}

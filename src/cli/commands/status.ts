@@ -1,0 +1,45 @@
+import { progressQuery } from '../../../workflows/progress';
+import { COMMON_HELP, configFrom, parse } from '../common-flags';
+import { CliError, Exit } from '../exit-codes';
+import { emit, progressBar } from '../output';
+import { connectClient } from '../temporal-client';
+
+const HELP = `Usage: vmsnap status <workflow-id>
+
+Shows a run's status, phase, flatten progress and, when finished, its result.
+${COMMON_HELP}`;
+
+export async function run(argv: string[]): Promise<number> {
+  const { values, positionals } = parse(argv, {});
+  if (values.help) {
+    process.stdout.write(HELP + '\n');
+    return Exit.ok;
+  }
+  if (positionals.length !== 1) throw new CliError('status takes exactly one workflow id', Exit.badInput);
+  const client = await connectClient(configFrom(values));
+  try {
+    const handle = client.workflow.getHandle(positionals[0]);
+    let desc;
+    try {
+      desc = await handle.describe();
+    } catch (err) {
+      throw new CliError(`no workflow ${positionals[0]}: ${(err as Error).message}`, Exit.badInput);
+    }
+    const status = desc.status.name;
+    const progress = status === 'RUNNING' ? await handle.query(progressQuery).catch(() => undefined) : undefined;
+    const result = status === 'COMPLETED' ? await handle.result() : undefined;
+    const out = { workflowId: desc.workflowId, runId: desc.runId, status, taskQueue: desc.taskQueue, progress, result };
+    emit(!!values.json, out, () => {
+      const lines = [`${desc.workflowId}: ${status}`];
+      if (progress) {
+        lines.push(`  phase: ${progress.phase}`);
+        for (const [t, d] of Object.entries(progress.disks)) lines.push(`  flatten ${t} ${progressBar(d.percent)}`);
+      }
+      if (result) lines.push(`  ${JSON.stringify(result)}`);
+      return lines.join('\n');
+    });
+    return status === 'FAILED' ? Exit.failed : status === 'CANCELLED' ? Exit.cancelled : status === 'TERMINATED' ? Exit.terminated : Exit.ok;
+  } finally {
+    await client.connection.close();
+  }
+}

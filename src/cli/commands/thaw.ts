@@ -1,0 +1,51 @@
+import { LibvirtClient } from '../../libvirt';
+import { FreezeGuard } from '../../host/freeze-guard';
+import { DOMAIN_NAME, DOMAIN_UUID } from '../../model/input';
+import { COMMON_HELP, configFrom, parse } from '../common-flags';
+import { CliError, Exit } from '../exit-codes';
+import { emit } from '../output';
+import { jsonLogger } from '../../worker/logger';
+
+const HELP = `Usage: vmsnap thaw <domain>
+
+Emergency thaw, straight through this host's libvirt (no Temporal needed): virDomainFSThaw, then
+guest-fsfreeze-status until "thawed". Clears vmsnap's journal entry for the guest.
+${COMMON_HELP}`;
+
+export async function run(argv: string[]): Promise<number> {
+  const { values, positionals } = parse(argv, {});
+  if (values.help) {
+    process.stdout.write(HELP + '\n');
+    return Exit.ok;
+  }
+  if (positionals.length !== 1) throw new CliError('thaw takes exactly one domain', Exit.badInput);
+  const name = positionals[0];
+  if (!DOMAIN_NAME.test(name) && !DOMAIN_UUID.test(name)) throw new CliError(`invalid domain "${name}"`, Exit.badInput);
+  const config = configFrom(values);
+  let lv: LibvirtClient;
+  try {
+    lv = await LibvirtClient.connect({ uri: config.libvirt.uri });
+  } catch (err) {
+    throw new CliError(`cannot reach libvirt at ${config.libvirt.uri}: ${(err as Error).message}`, Exit.unreachable);
+  }
+  try {
+    const dom = await lv.lookupDomain(name).catch((err: Error) => {
+      throw new CliError(`no domain ${name}: ${err.message}`, Exit.badInput);
+    });
+    const before = await lv.fsFreezeStatus(dom, 5);
+    const thawed = await lv.fsThaw(dom);
+    const after = await lv.fsFreezeStatus(dom, 5);
+    const guard = new FreezeGuard({ libvirtUri: config.libvirt.uri, stateDir: config.stateDir });
+    if (after === 'thawed') {
+      await guard.release(dom.uuid);
+      await guard.clear(dom.uuid);
+    }
+    jsonLogger({ host: config.host }).warn(`operator thaw of ${dom.name}`, { layer: 'operator', before, after, thawed });
+    emit(!!values.json, { domain: dom.name, before, after, thawedFilesystems: thawed, thawedBy: 'operator' }, () =>
+      `${dom.name}: ${before} → ${after} (${thawed} filesystem(s) thawed)`,
+    );
+    return after === 'thawed' ? Exit.ok : Exit.failed;
+  } finally {
+    await lv.close();
+  }
+}

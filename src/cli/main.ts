@@ -1,0 +1,43 @@
+import { CliError, Exit } from './exit-codes';
+
+const COMMANDS: Record<string, () => Promise<{ run(argv: string[]): Promise<number> }>> = {
+  worker: () => import('./commands/worker'),
+  snapshot: () => import('./commands/snapshot'),
+  status: () => import('./commands/status'),
+  cancel: () => import('./commands/cancel'),
+  thaw: () => import('./commands/thaw'),
+};
+
+const USAGE = `vmsnap — application-consistent snapshots of libvirt guests on Ceph RBD, on Temporal
+
+Usage: vmsnap <command> [options]   (vmsnap <command> --help for details)
+
+Commands:
+  worker                 run the host worker (workflows + activities for this hypervisor)
+  snapshot <domain>      snapshot a domain (starts the workflow; --wait to follow it)
+  status <workflow-id>   phase, progress and result of a run
+  cancel <workflow-id>   cancel a run (its compensations thaw and clean up)
+  thaw <domain>          emergency thaw of a guest on this host
+`;
+
+async function main(argv: string[]): Promise<number> {
+  const [cmd, ...rest] = argv;
+  if (!cmd || cmd === '--help' || cmd === '-h' || cmd === 'help') {
+    process.stdout.write(USAGE);
+    return cmd ? Exit.ok : Exit.badInput;
+  }
+  const load = COMMANDS[cmd];
+  if (!load) throw new CliError(`unknown command "${cmd}"\n\n${USAGE}`, Exit.badInput);
+  return (await load()).run(rest);
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    const code = err instanceof CliError ? err.exitCode : Exit.failed;
+    process.stderr.write(`vmsnap: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exitCode = code;
+  },
+);

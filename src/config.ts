@@ -1,0 +1,140 @@
+import { readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { z } from 'zod';
+import { HOST_ID, RBD_NAME } from './model/input';
+
+/*
+ * Configuration from flags, then environment, then an optional JSON config file, then defaults —
+ * in that precedence. Secrets never travel in config values: only paths to keyrings and keys.
+ */
+
+const filePath = z
+  .string()
+  .min(1)
+  .max(4096)
+  .refine((p) => !p.includes('\0'), 'path contains NUL');
+
+export const ConfigSchema = z.strictObject({
+  temporal: z.strictObject({
+    address: z.string().regex(/^[A-Za-z0-9.-]+:\d{1,5}$/, 'temporal.address must be host:port').default('127.0.0.1:7233'),
+    namespace: z.string().regex(/^[A-Za-z0-9._-]{1,255}$/, 'temporal.namespace has invalid characters').default('default'),
+    tls: z
+      .strictObject({
+        caPath: filePath.optional(),
+        certPath: filePath.optional(),
+        keyPath: filePath.optional(),
+        serverName: z.string().max(255).optional(),
+      })
+      .optional(),
+    /** Path to a file holding a Temporal Cloud API key (never the key itself). */
+    apiKeyPath: filePath.optional(),
+  }),
+  libvirt: z.strictObject({
+    uri: z.string().min(1).max(4096).default('qemu:///system'),
+  }),
+  ceph: z.strictObject({
+    conf: filePath.default('/etc/ceph/ceph.conf'),
+    id: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'ceph.id must be a cephx client id without "client."').default('vmsnap'),
+    keyring: filePath.optional(),
+  }),
+  host: z.string().regex(HOST_ID, 'host must be a simple host id').default(os.hostname().split('.')[0] || 'localhost'),
+  imagePool: z.string().regex(RBD_NAME).default('images'),
+  stateDir: filePath.default('/var/lib/vmsnap'),
+  metricsPort: z.number().int().min(0).max(65535).default(9464),
+  sweepIntervalMs: z.number().int().min(500).max(3600_000).default(5000),
+});
+
+export type Config = z.infer<typeof ConfigSchema>;
+type DeepPartial<T> = { [K in keyof T]?: T[K] extends object ? DeepPartial<T[K]> : T[K] };
+export type ConfigOverrides = DeepPartial<Config>;
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** Task queue of one hypervisor host: workflows and activities that touch its libvirt run there. */
+export function hostTaskQueue(host: string): string {
+  return `vmsnap-${host}`;
+}
+
+export function fromEnv(env: NodeJS.ProcessEnv): ConfigOverrides {
+  const num = (v?: string) => (v === undefined || v === '' ? undefined : Number(v));
+  const tls =
+    env.VMSNAP_TEMPORAL_TLS_CERT || env.VMSNAP_TEMPORAL_TLS_CA
+      ? {
+          caPath: env.VMSNAP_TEMPORAL_TLS_CA,
+          certPath: env.VMSNAP_TEMPORAL_TLS_CERT,
+          keyPath: env.VMSNAP_TEMPORAL_TLS_KEY,
+          serverName: env.VMSNAP_TEMPORAL_TLS_SERVER_NAME,
+        }
+      : undefined;
+  return prune({
+    temporal: {
+      address: env.VMSNAP_TEMPORAL_ADDRESS ?? env.TEMPORAL_ADDRESS,
+      namespace: env.VMSNAP_TEMPORAL_NAMESPACE ?? env.TEMPORAL_NAMESPACE,
+      tls,
+      apiKeyPath: env.VMSNAP_TEMPORAL_API_KEY_FILE,
+    },
+    libvirt: { uri: env.VMSNAP_LIBVIRT_URI ?? env.LIBVIRT_DEFAULT_URI },
+    ceph: {
+      conf: env.VMSNAP_CEPH_CONF ?? env.CEPH_CONF,
+      id: env.VMSNAP_CEPH_ID,
+      keyring: env.VMSNAP_CEPH_KEYRING,
+    },
+    host: env.VMSNAP_HOST,
+    imagePool: env.VMSNAP_IMAGE_POOL,
+    stateDir: env.VMSNAP_STATE_DIR,
+    metricsPort: num(env.VMSNAP_METRICS_PORT),
+    sweepIntervalMs: num(env.VMSNAP_SWEEP_INTERVAL_MS),
+  }) as ConfigOverrides;
+}
+
+export function fromFile(file: string | undefined): ConfigOverrides {
+  if (!file) return {};
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`cannot read config file ${file}: ${(err as Error).message}`);
+  }
+  try {
+    return JSON.parse(text) as ConfigOverrides;
+  } catch (err) {
+    throw new ConfigError(`config file ${file} is not valid JSON: ${(err as Error).message}`);
+  }
+}
+
+/** flags > env > file > defaults. */
+export function loadConfig(flags: ConfigOverrides = {}, env: NodeJS.ProcessEnv = process.env, file = env.VMSNAP_CONFIG): Config {
+  const merged = merge(merge(merge({ temporal: {}, libvirt: {}, ceph: {} }, fromFile(file)), fromEnv(env)), prune(flags));
+  const r = ConfigSchema.safeParse(merged);
+  if (!r.success) {
+    throw new ConfigError(
+      'invalid configuration: ' + r.error.issues.map((i) => `${i.path.join('.') || 'config'}: ${i.message}`).join('; '),
+    );
+  }
+  const c = r.data;
+  c.stateDir = path.resolve(c.stateDir);
+  return c;
+}
+
+function prune<T>(v: T): T {
+  if (v && typeof v === 'object' && !Array.isArray(v)) {
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v)) {
+      const p = prune(x);
+      if (p !== undefined && !(typeof p === 'object' && p !== null && Object.keys(p).length === 0)) out[k] = p;
+    }
+    return out as T;
+  }
+  return v;
+}
+
+function merge(a: Record<string, unknown>, b: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...a };
+  for (const [k, v] of Object.entries(b ?? {})) {
+    out[k] = v && typeof v === 'object' && !Array.isArray(v) && typeof out[k] === 'object' ? merge(out[k] as Record<string, unknown>, v as Record<string, unknown>) : v;
+  }
+  return out;
+}

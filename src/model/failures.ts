@@ -1,0 +1,39 @@
+/**
+ * Stable failure type names. They cross the Temporal server as `ApplicationFailure.type`, so
+ * schedulers, the CLI and the UI filter on them; never rename one.
+ */
+export const FailureType = {
+  /** Workflow input or CLI flags are malformed. Never retryable. */
+  InvalidInput: 'InvalidInput',
+  /** The domain does not exist on this host. */
+  DomainNotFound: 'DomainNotFound',
+  /** The domain exists but is not running (paused, shut off...). */
+  DomainNotRunning: 'DomainNotRunning',
+  /** A disk the caller asked for is not RBD-backed, or not attached. */
+  UnsupportedDisk: 'UnsupportedDisk',
+  /** quiesce=require and the guest agent is missing, unresponsive or froze nothing. */
+  QuiesceUnavailable: 'QuiesceUnavailable',
+  /** A target image or snapshot name is taken by something vmsnap did not create for this run. */
+  NameConflict: 'NameConflict',
+  /** A pool does not exist or cannot be opened with the configured key. */
+  PoolUnavailable: 'PoolUnavailable',
+  /** Another snapshot workflow holds this domain. */
+  DomainBusy: 'DomainBusy',
+  /** The guest could not be frozen (agent error other than "not configured"). */
+  FreezeFailed: 'FreezeFailed',
+  /** The snapshot call did not finish inside its bound (lock owner unresponsive, Ceph down...). */
+  SnapshotTimeout: 'SnapshotTimeout',
+  SnapshotFailed: 'SnapshotFailed',
+  /** Thaw failed; the compensation keeps retrying and escalates. */
+  ThawFailed: 'ThawFailed',
+  /** The freeze outlived its deadline and the host guard thawed the guest. */
+  FreezeDeadlineExceeded: 'FreezeDeadlineExceeded',
+  CloneFailed: 'CloneFailed',
+  /** verify: the flattened image differs from the source snapshot. */
+  ContentMismatch: 'ContentMismatch',
+  FlattenFailed: 'FlattenFailed',
+  /** librados/librbd or libvirtd is unreachable; retryable. */
+  Unavailable: 'Unavailable',
+  PermissionDenied: 'PermissionDenied',
+} as const;
+export type FailureType = (typeof FailureType)[keyof typeof FailureType];

@@ -1,0 +1,103 @@
+import { z } from 'zod';
+
+/*
+ * One schema validates workflow input, CLI flags and the names derived from them. It is pure so
+ * the workflow sandbox can run it before any activity is scheduled: bad input fails the run with
+ * nothing frozen and nothing created.
+ */
+
+/** Libvirt domain names on our hosts: no whitespace, no shell or RBD metacharacters. */
+export const DOMAIN_NAME = /^[A-Za-z0-9][A-Za-z0-9._+-]{0,62}$/;
+export const DOMAIN_UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+/** RBD pool and image names: `/` and `@` separate pool, image and snapshot in RBD specs. */
+export const RBD_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,95}$/;
+/** Disk target devices as libvirt names them (vda, sdb, hdc, xvdd...). */
+export const DISK_TARGET = /^[a-z]{2,4}[a-z]{1,3}$/;
+/** Task-queue-safe host identifiers. */
+export const HOST_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
+
+const domainRef = z
+  .string()
+  .min(1)
+  .max(64)
+  .refine((s) => DOMAIN_NAME.test(s) || DOMAIN_UUID.test(s), {
+    message: 'must be a libvirt domain name ([A-Za-z0-9._+-], max 63 chars) or a UUID',
+  });
+
+const rbdName = (what: string) =>
+  z.string().regex(RBD_NAME, `${what} must match ${RBD_NAME} (no '/', '@', spaces or shell characters)`);
+
+const positiveMs = (what: string, max: number) =>
+  z
+    .number()
+    .int(`${what} must be an integer number of milliseconds`)
+    .positive(`${what} must be > 0`)
+    .max(max, `${what} must be <= ${max} ms`);
+
+export const QuiescePolicy = z.enum(['require', 'prefer', 'skip']);
+export type QuiescePolicy = z.infer<typeof QuiescePolicy>;
+
+export const SnapshotInputSchema = z
+  .strictObject({
+    /** Domain name or UUID on the host whose worker runs this workflow. */
+    domain: domainRef,
+    /** Host id of the hypervisor (selects the task queue); informational inside the workflow. */
+    host: z.string().regex(HOST_ID, 'host must be a simple host id').optional(),
+    /** Disk targets (e.g. ["vdb"]); default: every RBD-backed disk. */
+    disks: z.array(z.string().regex(DISK_TARGET, 'disk must be a target device like vdb')).min(1).max(64).optional(),
+    /** With the default disk set, skip non-RBD disks instead of failing. */
+    skipNonRbdDisks: z.boolean().default(false),
+    quiesce: QuiescePolicy.default('prefer'),
+    target: z
+      .strictObject({
+        /** Image pool for the flattened copies. */
+        pool: rbdName('target.pool').default('images'),
+        /** Image name per disk target; default `<domain>-<disk>-<run key>`. */
+        images: z.record(z.string().regex(DISK_TARGET), rbdName('target image name')).optional(),
+        /** false: keep only the RBD snapshot on the source image (no clone, no flatten). */
+        clone: z.boolean().default(true),
+      })
+      .prefault({}),
+    /** Max time a guest may stay frozen. 10 s also respects Windows VSS's own limit. */
+    freezeDeadlineMs: positiveMs('freezeDeadlineMs', 60_000).default(10_000),
+    /** libvirt agent response timeout for freeze/thaw/ping, in seconds. */
+    agentTimeoutSec: z.number().int().min(1).max(60).default(5),
+    /** Bound on the snapshot step; far below librbd's ~29 s lock-break. */
+    snapshotTimeoutMs: positiveMs('snapshotTimeoutMs', 20_000).default(8_000),
+    /** Bound on one flatten attempt. */
+    flattenTimeoutMs: positiveMs('flattenTimeoutMs', 24 * 3600_000).default(6 * 3600_000),
+    /**
+     * Read the flattened image and the source snapshot back through librbd and compare their
+     * sha256 before the snapshot is dropped (costs two full reads; worth it on Ceph 16, where an
+     * interrupted flatten can silently zero objects).
+     */
+    verify: z.boolean().default(false),
+    /** Labels recorded on created images (e.g. the schedule that owns them). */
+    labels: z
+      .record(z.string().regex(/^[a-z][a-z0-9_.-]{0,31}$/), z.string().max(256).regex(/^[^\0\n]*$/))
+      .refine((r) => Object.keys(r).length <= 16, 'at most 16 labels')
+      .default({}),
+  })
+  .refine((i) => i.snapshotTimeoutMs < i.freezeDeadlineMs, {
+    message: 'snapshotTimeoutMs must be below freezeDeadlineMs (the snapshot happens inside the freeze)',
+    path: ['snapshotTimeoutMs'],
+  })
+  .refine((i) => i.agentTimeoutSec * 1000 < i.freezeDeadlineMs, {
+    message: 'agentTimeoutSec must be below freezeDeadlineMs',
+    path: ['agentTimeoutSec'],
+  });
+
+export type SnapshotInput = z.infer<typeof SnapshotInputSchema>;
+export type SnapshotRequest = z.input<typeof SnapshotInputSchema>;
+
+export type ParseResult = { ok: true; input: SnapshotInput } | { ok: false; message: string };
+
+/** Validates raw input; the message lists every problem with its path, for humans and logs. */
+export function parseSnapshotInput(raw: unknown): ParseResult {
+  const r = SnapshotInputSchema.safeParse(raw);
+  if (r.success) return { ok: true, input: r.data };
+  const message = r.error.issues
+    .map((i) => `${i.path.length ? i.path.join('.') : 'input'}: ${i.message}`)
+    .join('; ');
+  return { ok: false, message };
+}

@@ -1,0 +1,153 @@
+/** Data exchanged between the workflow and its activities. Plain JSON: it is recorded in history. */
+
+export interface RbdLocation {
+  pool: string;
+  namespace?: string;
+  image: string;
+}
+
+export interface InspectedDisk {
+  target: string;
+  rbd?: RbdLocation;
+  /** Why the disk cannot be snapshotted by vmsnap, when rbd is absent. */
+  unsupported?: string;
+}
+
+export interface InspectRequest {
+  domain: string;
+  quiesce: 'require' | 'prefer' | 'skip';
+  agentTimeoutSec: number;
+  /** Target image pool to check, or undefined in snapshot-only mode. */
+  targetPool?: string;
+}
+
+export interface InspectResult {
+  domain: { name: string; uuid: string };
+  host: string;
+  /** Cluster fsid of the source images' cluster, for rbd:// locations. */
+  fsid: string;
+  disks: InspectedDisk[];
+  agent: { configured: boolean; responding: boolean; error?: string };
+}
+
+/** One disk's plan: every name the run will create, derived from the workflow id. */
+export interface DiskPlan {
+  target: string;
+  source: RbdLocation;
+  /** Temporary (or, in snapshot-only mode, kept) snapshot on the source image. */
+  sourceSnap: string;
+  /** Flattened copy in the image pool, absent in snapshot-only mode. */
+  image?: RbdLocation;
+}
+
+export interface SnapshotPlan {
+  runKey: string;
+  domain: { name: string; uuid: string };
+  disks: DiskPlan[];
+  skipped: { target: string; reason: string }[];
+  freeze: boolean;
+  /** Why the run will not be quiesced, when freeze is false. */
+  noFreezeReason?: string;
+  clone: boolean;
+}
+
+/** Ownership labels written as RBD image metadata on everything vmsnap creates. */
+export const META = {
+  owner: 'vmsnap.owner',
+  workflowId: 'vmsnap.workflow-id',
+  domain: 'vmsnap.domain',
+  source: 'vmsnap.source',
+  state: 'vmsnap.state',
+  createdAt: 'vmsnap.created-at',
+  quiesced: 'vmsnap.quiesced',
+  flattenStarted: 'vmsnap.flatten-started',
+  labelPrefix: 'vmsnap.label.',
+} as const;
+
+export interface FreezeRequest {
+  domainUuid: string;
+  domainName: string;
+  agentTimeoutSec: number;
+  deadlineMs: number;
+  owner: string;
+}
+
+export interface FreezeResult {
+  frozenFilesystems: number;
+  /** Worker clock, ms since epoch, sub-ms precision. */
+  startedAt: number;
+  returnedAt: number;
+}
+
+export interface SnapshotDisksRequest {
+  domainUuid: string;
+  snaps: { target: string; source: RbdLocation; snap: string }[];
+  timeoutMs: number;
+  /** When the guest is frozen, the snapshot must finish before the guard's deadline. */
+  frozen: boolean;
+}
+
+export interface SnapshotDisksResult {
+  startedAt: number;
+  returnedAt: number;
+  perDiskMs: Record<string, number>;
+}
+
+export interface ThawRequest {
+  domainUuid: string;
+  domainName: string;
+  agentTimeoutSec: number;
+  thawedBy: ThawLayer;
+}
+
+export type ThawLayer = 'workflow' | 'compensation' | 'guard' | 'reconcile' | 'sweeper' | 'operator';
+
+export interface ThawResult {
+  /** Filesystems thawed by this call (0 when the guest was already thawed). */
+  thawedFilesystems: number;
+  startedAt: number;
+  returnedAt: number;
+  /** Set when the host guard thawed the guest before this call: the freeze outlived its deadline. */
+  guardFiredAt?: number;
+}
+
+export interface DiskResult {
+  target: string;
+  source: string;
+  /** rbd://<fsid>/<pool>/<image>/<snap> of what the run produced. */
+  location: string;
+  snapshot: string;
+  image?: string;
+  contentBytes?: number;
+  /** sha256 of the image content, when verify was requested (equal to the source snapshot's). */
+  sha256?: string;
+}
+
+export interface SnapshotResult {
+  workflowId: string;
+  domain: { name: string; uuid: string };
+  host: string;
+  quiesced: boolean;
+  /** Always set: why the result is or is not application-consistent. */
+  quiesceReason: string;
+  frozenFilesystems: number;
+  /** Worker-measured: freeze call start → thaw call return; null when nothing was frozen. */
+  freezeWindowMs: number | null;
+  freezeBreakdownMs?: { freeze: number; snapshot: number; thaw: number; gaps: number };
+  disks: DiskResult[];
+  skippedDisks: { target: string; reason: string }[];
+  stepsMs: Record<string, number>;
+  /** True when an earlier run of this workflow id already produced these images. */
+  reusedExisting?: boolean;
+}
+
+export interface FlattenProgress {
+  target: string;
+  done: number;
+  total: number;
+}
+
+/** Source-image metadata key marking a kept (snapshot-only) snapshot as finished, with its result. */
+export function snapDoneKey(snap: string): string {
+  return `vmsnap.done.${snap}`;
+}

@@ -1,0 +1,66 @@
+import { LibvirtClient } from '../libvirt';
+import { RadosCluster, Snapshotter } from '../ceph';
+import type { IoCtx } from '../ceph';
+import type { ActivityDeps } from '../../activities';
+import type { Config } from '../config';
+import { FreezeGuard } from '../host/freeze-guard';
+import { Metrics } from '../host/metrics';
+
+export interface HostDeps extends ActivityDeps {
+  close(): Promise<void>;
+}
+
+/**
+ * The host's long-lived connections: one libvirt connection (reconnects by itself), one rados
+ * cluster handle with an ioctx per pool, and the snapshotter process. Opened lazily so a worker
+ * starts even while libvirtd or Ceph is briefly away.
+ */
+export function createHostDeps(config: Config, metrics = new Metrics()): HostDeps {
+  let lv: Promise<LibvirtClient> | undefined;
+  let rados: Promise<RadosCluster> | undefined;
+  const pools = new Map<string, Promise<IoCtx>>();
+  const cephOpts = { conf: config.ceph.conf, id: config.ceph.id, keyring: config.ceph.keyring };
+  const snapshotter = new Snapshotter(cephOpts);
+  const guard = new FreezeGuard({ libvirtUri: config.libvirt.uri, stateDir: config.stateDir });
+
+  const libvirt = () => {
+    lv ??= LibvirtClient.connect({ uri: config.libvirt.uri }).catch((err) => {
+      lv = undefined;
+      throw err;
+    });
+    return lv;
+  };
+  const cluster = () => {
+    rados ??= RadosCluster.connect({ ...cephOpts, connectTimeoutSec: 10 }).catch((err: unknown) => {
+      rados = undefined;
+      throw err;
+    });
+    return rados;
+  };
+  const ioctx = (pool: string, namespace?: string) => {
+    const key = `${pool}/${namespace ?? ''}`;
+    let io = pools.get(key);
+    if (!io) {
+      io = cluster().then((c) => c.openIoCtx(pool, namespace));
+      io.catch(() => pools.delete(key));
+      pools.set(key, io);
+    }
+    return io;
+  };
+
+  return {
+    host: config.host,
+    libvirt,
+    rados: cluster,
+    ioctx,
+    snapshotter,
+    guard,
+    metrics,
+    async close() {
+      await snapshotter.close();
+      for (const io of pools.values()) await io.then((i) => i.close()).catch(() => undefined);
+      if (rados) await rados.then((c) => c.shutdown()).catch(() => undefined);
+      if (lv) await lv.then((c) => c.close()).catch(() => undefined);
+    },
+  };
+}

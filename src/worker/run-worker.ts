@@ -1,0 +1,116 @@
+import http from 'node:http';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { createActivities } from '../../activities';
+import { hostTaskQueue } from '../config';
+import type { Config } from '../config';
+import { Metrics } from '../host/metrics';
+import { createHostDeps } from './host-deps';
+import type { HostDeps } from './host-deps';
+import { jsonLogger } from './logger';
+import type { Logger } from './logger';
+import { reconcile } from './reconcile';
+import { Sweeper } from './sweeper';
+import { flattenProgressSignal } from '../../workflows/progress';
+import { connectionOptions } from '../temporal-connection';
+
+export interface HostWorker {
+  worker: Worker;
+  deps: HostDeps;
+  sweeper: Sweeper;
+  taskQueue: string;
+  metricsUrl?: string;
+  /** Runs until shutdown; resolves after connections are closed. */
+  run(): Promise<void>;
+  shutdown(): void;
+}
+
+let runtimeInstalled = false;
+
+/**
+ * One worker per hypervisor host. It runs the workflows and activities of its own task queue,
+ * because freeze/snapshot/thaw are local activities that must run beside this host's libvirtd.
+ */
+export async function createHostWorker(config: Config, log: Logger = jsonLogger({ host: config.host })): Promise<HostWorker> {
+  const metrics = new Metrics();
+  const sdkMetricsPort = config.metricsPort ? config.metricsPort + 1 : 0;
+  if (!runtimeInstalled && sdkMetricsPort) {
+    Runtime.install({ telemetryOptions: { metrics: { prometheus: { bindAddress: `127.0.0.1:${sdkMetricsPort}` } } } });
+    runtimeInstalled = true;
+  }
+  const deps = createHostDeps(config, metrics);
+  const taskQueue = hostTaskQueue(config.host);
+
+  const lv = await deps.libvirt();
+  const thawed = await reconcile(lv, deps.guard, metrics, log);
+  if (thawed.length) log.warn('reconciled frozen-guest journal at start', { entries: thawed });
+  const sweeper = new Sweeper(deps.libvirt, deps.guard, metrics, log, config.sweepIntervalMs);
+
+  const connOpts = connectionOptions(config);
+  const client = new Client({ connection: await Connection.connect(connOpts), namespace: config.temporal.namespace });
+  deps.reportProgress = async (workflowId, progress) => {
+    await client.workflow.getHandle(workflowId).signal(flattenProgressSignal, progress as never);
+  };
+
+  const connection = await NativeConnection.connect(connOpts);
+  const worker = await Worker.create({
+    connection,
+    namespace: config.temporal.namespace,
+    taskQueue,
+    workflowsPath: require.resolve('../../workflows'),
+    activities: createActivities(deps),
+    shutdownGraceTime: '30s',
+    identity: `vmsnap@${config.host}/${process.pid}`,
+  });
+
+  let server: http.Server | undefined;
+  let metricsUrl: string | undefined;
+  if (config.metricsPort) {
+    server = http.createServer((req, res) => void serve(req, res, worker, metrics, sdkMetricsPort));
+    await new Promise<void>((resolve) => server!.listen(config.metricsPort, '127.0.0.1', resolve));
+    metricsUrl = `http://127.0.0.1:${config.metricsPort}/metrics`;
+  }
+
+  return {
+    worker,
+    deps,
+    sweeper,
+    taskQueue,
+    metricsUrl,
+    async run() {
+      sweeper.start();
+      log.info('worker started', { taskQueue, namespace: config.temporal.namespace, metrics: metricsUrl });
+      try {
+        await worker.run();
+      } finally {
+        sweeper.stop();
+        server?.close();
+        await deps.close();
+        await connection.close();
+        await client.connection.close();
+        log.info('worker stopped', { taskQueue });
+      }
+    },
+    shutdown() {
+      worker.shutdown();
+    },
+  };
+}
+
+async function serve(req: http.IncomingMessage, res: http.ServerResponse, worker: Worker, metrics: Metrics, sdkPort: number) {
+  if (req.url === '/healthz') {
+    const state = worker.getState();
+    res.writeHead(state === 'RUNNING' ? 200 : 503, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ state }));
+    return;
+  }
+  if (req.url === '/metrics') {
+    let sdk = '';
+    if (sdkPort) sdk = await fetch(`http://127.0.0.1:${sdkPort}/metrics`).then((r) => r.text()).catch(() => '');
+    res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
+    res.end(metrics.render() + sdk);
+    return;
+  }
+  res.writeHead(404).end();
+}
+

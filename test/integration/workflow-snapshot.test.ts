@@ -1,0 +1,187 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WorkflowFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import type { SnapshotResult } from '../../src/model/types';
+import type { SnapshotRequest } from '../../src/model/input';
+import { startHarness, uniqueId } from '../helpers/harness';
+import type { Harness } from '../helpers/harness';
+import { CephView } from '../helpers/ceph-inspect';
+import { ensureThawed, freezeStatus } from '../helpers/guest';
+import { need } from '../helpers/lab';
+import { longestGap, readTicks, snapshotFsState } from '../../src/lab/probe';
+import { recordHistory } from '../helpers/histories';
+
+let h: Harness;
+let ceph: CephView;
+let g1: string;
+let g3: string;
+let noagent: string;
+const IMAGES = 'images';
+
+beforeAll(async () => {
+  h = await startHarness();
+  ceph = new CephView(h.vars);
+  g1 = need(h.vars, 'VMSNAP_GUEST_1DISK');
+  g3 = need(h.vars, 'VMSNAP_GUEST_3DISK');
+  noagent = need(h.vars, 'VMSNAP_GUEST_NOAGENT');
+});
+
+afterAll(async () => {
+  for (const g of [g1, g3]) if (g) await ensureThawed(h.vars, g);
+  await h?.stop();
+});
+
+async function run(request: SnapshotRequest, workflowId = uniqueId('t')): Promise<SnapshotResult> {
+  return h.client.workflow.execute('consistentSnapshot', { taskQueue: h.hw.taskQueue, workflowId, args: [request] });
+}
+
+async function failureOf(p: Promise<unknown>): Promise<ApplicationFailure> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(WorkflowFailedError);
+  let c: unknown = (err as WorkflowFailedError).cause;
+  while (c && !(c instanceof ApplicationFailure)) c = (c as { cause?: unknown }).cause;
+  expect(c).toBeInstanceOf(ApplicationFailure);
+  return c as ApplicationFailure;
+}
+
+async function sourceImages(domain: string): Promise<string[]> {
+  return (await ceph.images('vms')).filter((i) => i.startsWith(`${domain}-`));
+}
+
+async function strays(domain: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const img of await sourceImages(domain)) for (const s of await ceph.vmsnapSnaps('vms', img)) out.push(`vms/${img}@${s}`);
+  return out;
+}
+
+async function cleanupImages(result: SnapshotResult): Promise<void> {
+  for (const d of result.disks) if (d.image) await ceph.removeImage(d.image.split('/')[0], d.image.split('/')[1]);
+}
+
+describe('consistentSnapshot on the lab', () => {
+  it.each([
+    ['1-disk', () => g1, 1],
+    ['3-disk', () => g3, 3],
+  ])('%s guest: frozen only around the snapshot, clean images equal to the frozen snapshot', async (_n, guest, disks) => {
+    const domain = guest();
+    const since = Date.now();
+    const id = uniqueId(`happy-${disks}`);
+    const result = await run({ domain, quiesce: 'require', verify: true }, id);
+    const until = Date.now();
+    await recordHistory(h.client, id, `happy-${disks}disk`);
+
+    expect(result.quiesced).toBe(true);
+    expect(result.frozenFilesystems).toBe(disks);
+    expect(result.disks).toHaveLength(disks);
+    expect(result.freezeWindowMs).toBeGreaterThan(0);
+    expect(result.freezeWindowMs).toBeLessThan(5000);
+    expect(await freezeStatus(h.vars, domain)).toBe('thawed');
+
+    // The guest's own writer saw one stall about as long as the worker's window — not the flatten.
+    const ticks = await readTicks(domain, since);
+    const gap = longestGap(ticks, since, until);
+    expect(gap).toBeLessThan(result.freezeWindowMs! + 1500);
+
+    for (const d of result.disks) {
+      const [pool, image] = d.image!.split('/');
+      expect(pool).toBe(IMAGES);
+      const info = await ceph.info(pool, image);
+      expect(info.parent).toBeUndefined();
+      expect(await ceph.snaps(pool, image)).toEqual(['snap']);
+      const meta = await ceph.meta(pool, image);
+      expect(meta['vmsnap.workflow-id']).toBe(id);
+      expect(meta['vmsnap.state']).toBe('complete');
+      expect(await snapshotFsState({ vars: h.vars, pool, image, snap: 'snap' })).toBe('clean');
+      // Content equals the frozen snapshot byte for byte (checked by the run before dropping it)
+      // and, independently, the image's own export hashes to the same digest.
+      expect(d.sha256).toMatch(/^[0-9a-f]{64}$/);
+      expect(await ceph.sha256(`${pool}/${image}@snap`)).toBe(d.sha256);
+      expect(d.location).toMatch(new RegExp(`^rbd://[0-9a-f-]{36}/${pool}/${image}/snap$`));
+    }
+    expect(await strays(domain)).toEqual([]);
+    await cleanupImages(result);
+  });
+
+  it('require on a guest without an agent fails typed, freezes nothing, creates nothing', async () => {
+    const before = await ceph.images(IMAGES);
+    const f = await failureOf(run({ domain: noagent, quiesce: 'require' }));
+    expect(f.type).toBe('QuiesceUnavailable');
+    expect(f.message).toMatch(/agent/);
+    expect(await ceph.images(IMAGES)).toEqual(before);
+    expect(await strays(noagent)).toEqual([]);
+  });
+
+  it('prefer on a guest without an agent succeeds and says quiesced: false, and why', async () => {
+    const result = await run({ domain: noagent });
+    expect(result.quiesced).toBe(false);
+    expect(result.quiesceReason).toMatch(/no guest agent channel/);
+    expect(result.freezeWindowMs).toBeNull();
+    expect(await ceph.meta(IMAGES, result.disks[0].image!.split('/')[1])).toMatchObject({ 'vmsnap.quiesced': 'false' });
+    await cleanupImages(result);
+  });
+
+  it('re-running a completed workflow id creates nothing new', async () => {
+    const id = uniqueId('rerun');
+    const first = await run({ domain: g1, target: { clone: true } }, id);
+    const imagesAfterFirst = await ceph.images(IMAGES);
+    const second = await run({ domain: g1 }, id);
+    expect(second.reusedExisting).toBe(true);
+    expect(second.disks.map((d) => d.image)).toEqual(first.disks.map((d) => d.image));
+    expect(await ceph.images(IMAGES)).toEqual(imagesAfterFirst);
+    await cleanupImages(first);
+  });
+
+  it('re-running after a failure completes the work', async () => {
+    const id = uniqueId('retry');
+    const image = `blocker-${id}`;
+    // Something vmsnap does not own sits on the target name: the run must fail and not touch it.
+    await ceph.rbd('create', '--size', '4M', `${IMAGES}/${image}`);
+    const f = await failureOf(run({ domain: g1, target: { images: { vdb: image } } }, id));
+    expect(f.type).toBe('NameConflict');
+    expect(await ceph.images(IMAGES)).toContain(image);
+    expect(await ceph.meta(IMAGES, image)).toEqual({});
+    await ceph.removeImage(IMAGES, image);
+    const result = await run({ domain: g1, target: { images: { vdb: image } } }, id);
+    expect(result.disks[0].image).toBe(`${IMAGES}/${image}`);
+    expect(await strays(g1)).toEqual([]);
+    await cleanupImages(result);
+  });
+
+  it('snapshot-only mode keeps the RBD snapshot on the source image and no clone', async () => {
+    const id = uniqueId('snaponly');
+    const before = await ceph.images(IMAGES);
+    const result = await run({ domain: g1, target: { clone: false } }, id);
+    expect(result.quiesced).toBe(true);
+    const [pool, image] = result.disks[0].source.split('/');
+    const snap = result.disks[0].snapshot.split('@')[1];
+    expect(await ceph.snaps(pool, image)).toContain(snap);
+    expect(await snapshotFsState({ vars: h.vars, pool, image, snap })).toBe('clean');
+    expect(await ceph.images(IMAGES)).toEqual(before);
+    await ceph.rbd('snap', 'rm', `${pool}/${image}@${snap}`);
+    await ceph.rbd('image-meta', 'remove', `${pool}/${image}`, `vmsnap.done.${snap}`).catch(() => undefined);
+  });
+
+  it('a second concurrent snapshot of the same VM is refused while the first runs', async () => {
+    const first = h.client.workflow.start('consistentSnapshot', {
+      taskQueue: h.hw.taskQueue,
+      workflowId: uniqueId('busy-a'),
+      args: [{ domain: g1 }],
+    });
+    const handle = await first;
+    // wait until the first holds the lock
+    for (let i = 0; i < 100; i++) {
+      const p = await handle.query('progress').catch(() => undefined) as { phase: string } | undefined;
+      if (p && p.phase !== 'inspect' && p.phase !== 'lock') break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const f = await failureOf(run({ domain: g1 }, uniqueId('busy-b')));
+    expect(f.type).toBe('DomainBusy');
+    expect(f.message).toMatch(/in progress/);
+    const result = (await handle.result()) as SnapshotResult;
+    expect(result.quiesced).toBe(true);
+    await cleanupImages(result);
+  });
+});

@@ -1,0 +1,37 @@
+import { defineConfig } from 'vitest/config';
+
+// Three lanes: `unit` needs nothing running; `integration` and `faults` run against the lab
+// (`npm run lab:up`) and share its guests, so they run one file at a time.
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: 'unit',
+          include: ['test/unit/**/*.test.ts'],
+          testTimeout: 30_000,
+        },
+      },
+      {
+        test: {
+          name: 'integration',
+          include: ['test/integration/**/*.test.ts'],
+          testTimeout: 180_000,
+          hookTimeout: 180_000,
+          fileParallelism: false,
+          sequence: { concurrent: false },
+        },
+      },
+      {
+        test: {
+          name: 'faults',
+          include: ['test/faults/**/*.test.ts'],
+          testTimeout: 300_000,
+          hookTimeout: 300_000,
+          fileParallelism: false,
+          sequence: { concurrent: false },
+        },
+      },
+    ],
+  },
+});

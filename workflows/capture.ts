@@ -1,0 +1,159 @@
+import { ApplicationFailure, TemporalFailure } from '@temporalio/common';
+import { log, workflowInfo } from '@temporalio/workflow';
+import { FailureType } from '../src/model/failures';
+import type { SnapshotInput } from '../src/model/input';
+import type { FreezeResult, SnapshotDisksResult, SnapshotPlan, ThawResult } from '../src/model/types';
+import { cleanup, freezeWindow, thawEscalated, thawLocal } from './activity-profiles';
+import type { Compensations } from './compensations';
+import type { Progress } from './progress';
+
+export interface Capture {
+  quiesced: boolean;
+  quiesceReason: string;
+  frozenFilesystems: number;
+  freeze?: FreezeResult;
+  snapshot: SnapshotDisksResult;
+  thaw?: ThawResult;
+}
+
+/**
+ * freeze → snapshot every disk → thaw, with the thaw compensation registered before the freeze
+ * is attempted and the snapshot cleanup registered before the snapshot.
+ */
+export async function captureDisks(plan: SnapshotPlan, input: SnapshotInput, saga: Compensations, progress: Progress): Promise<Capture> {
+  const { workflowId, runId } = workflowInfo();
+  const window = freezeWindow(input);
+  const dom = { domainUuid: plan.domain.uuid, domainName: plan.domain.name, agentTimeoutSec: input.agentTimeoutSec };
+  let thawed = !plan.freeze;
+  let snapshotTimedOut = false;
+
+  if (plan.freeze) {
+    saga.addUrgent('thaw', async () => {
+      if (!thawed) await thawUntilDone(input, dom, progress);
+      thawed = true;
+    });
+  }
+  saga.add('remove source snapshots', async () => {
+    await cleanupSnaps(plan, snapshotTimedOut);
+  });
+
+  let freeze: FreezeResult | undefined;
+  let reason = plan.noFreezeReason ?? '';
+  if (plan.freeze) {
+    progress.phase('freeze');
+    try {
+      freeze = await window.freezeGuest.executeWithOptions({ summary: `freeze ${plan.domain.name}` }, [
+        { ...dom, deadlineMs: input.freezeDeadlineMs, owner: `${workflowId}/${runId}` },
+      ]);
+    } catch (err) {
+      if (input.quiesce === 'require') throw asQuiesceFailure(err);
+      // prefer: make sure a freeze that landed late is undone, then go on crash-consistent.
+      await thawUntilDone(input, dom, progress);
+      thawed = true;
+      reason = `freeze failed: ${messageOf(err)}`;
+    }
+    if (freeze && freeze.frozenFilesystems === 0) {
+      await thawUntilDone(input, dom, progress);
+      thawed = true;
+      if (input.quiesce === 'require') {
+        throw ApplicationFailure.nonRetryable('quiesce required but the guest agent froze 0 filesystems', FailureType.QuiesceUnavailable);
+      }
+      reason = 'guest agent froze 0 filesystems';
+      freeze = undefined;
+    }
+  }
+
+  progress.phase('snapshot');
+  let snapshot: SnapshotDisksResult;
+  try {
+    snapshot = await window.snapshotDisks.executeWithOptions({ summary: `snapshot ${plan.disks.length} disk(s)` }, [
+      {
+        domainUuid: plan.domain.uuid,
+        snaps: plan.disks.map((d) => ({ target: d.target, source: d.source, snap: d.sourceSnap })),
+        timeoutMs: input.snapshotTimeoutMs,
+        frozen: !!freeze && !thawed,
+      },
+    ]);
+  } catch (err) {
+    snapshotTimedOut = failureType(err) === FailureType.SnapshotTimeout;
+    throw err;
+  }
+
+  let thaw: ThawResult | undefined;
+  if (freeze && !thawed) {
+    progress.phase('thaw');
+    thaw = await thawLocal(input, 3).thawGuest.executeWithOptions({ summary: `thaw ${plan.domain.name}` }, [
+      { ...dom, thawedBy: 'workflow' },
+    ]);
+    thawed = true;
+  }
+
+  if (freeze && thaw?.guardFiredAt) {
+    // The host guard thawed the guest at its deadline: this snapshot is not vouched for.
+    const msg = `freeze outlived its ${input.freezeDeadlineMs} ms deadline; the host guard thawed the guest`;
+    if (input.quiesce === 'require') throw ApplicationFailure.nonRetryable(msg, FailureType.FreezeDeadlineExceeded);
+    return { quiesced: false, quiesceReason: msg, frozenFilesystems: 0, freeze, snapshot, thaw };
+  }
+  if (freeze) {
+    return {
+      quiesced: true,
+      quiesceReason: `guest agent froze ${freeze.frozenFilesystems} filesystem(s) for the snapshot`,
+      frozenFilesystems: freeze.frozenFilesystems,
+      freeze,
+      snapshot,
+      thaw,
+    };
+  }
+  return { quiesced: false, quiesceReason: reason || 'not frozen', frozenFilesystems: 0, snapshot };
+}
+
+/** Local retries first; past them, escalate to a server-tracked activity that retries until done. */
+async function thawUntilDone(
+  input: SnapshotInput,
+  dom: { domainUuid: string; domainName: string; agentTimeoutSec: number },
+  progress: Progress,
+): Promise<void> {
+  try {
+    await thawLocal(input, 5).thawGuest.executeWithOptions({ summary: `thaw ${dom.domainName} (compensation)` }, [
+      { ...dom, thawedBy: 'compensation' },
+    ]);
+  } catch (err) {
+    log.error('thaw failed after local retries; escalating', { domain: dom.domainName, error: messageOf(err) });
+    progress.phase('thaw-escalated');
+    await thawEscalated(input).thawGuest.executeWithOptions({ summary: `thaw ${dom.domainName} (escalated)` }, [
+      { ...dom, thawedBy: 'compensation' },
+    ]);
+  }
+}
+
+async function cleanupSnaps(plan: SnapshotPlan, watchLate: boolean): Promise<void> {
+  await cleanup().removeSourceSnaps.executeWithOptions({ summary: 'remove temporary snapshots' }, [
+    {
+      snaps: plan.disks.map((d) => ({ source: d.source, snap: d.sourceSnap })),
+      watchLateMs: watchLate ? 60_000 : 0,
+    },
+  ]);
+}
+
+function asQuiesceFailure(err: unknown): ApplicationFailure {
+  const type = failureType(err);
+  if (type === FailureType.QuiesceUnavailable) {
+    return ApplicationFailure.nonRetryable(`quiesce required but ${messageOf(err)}`, FailureType.QuiesceUnavailable);
+  }
+  return ApplicationFailure.nonRetryable(`quiesce required but the freeze failed: ${messageOf(err)}`, FailureType.FreezeFailed);
+}
+
+export function failureType(err: unknown): string | undefined {
+  let e: unknown = err;
+  while (e instanceof TemporalFailure) {
+    if (e instanceof ApplicationFailure) return e.type ?? undefined;
+    e = e.cause;
+  }
+  return undefined;
+}
+
+export function messageOf(err: unknown): string {
+  let e: unknown = err;
+  while (e instanceof TemporalFailure && e.cause) e = e.cause;
+  return e instanceof Error ? e.message : String(e);
+}

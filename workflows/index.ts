@@ -1,0 +1,2 @@
+export { consistentSnapshot } from './consistent-snapshot';
+export { domainLock } from './domain-lock';

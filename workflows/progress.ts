@@ -1,0 +1,55 @@
+import { defineQuery, defineSignal, setCurrentDetails, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import { SA } from '../src/model/search-attributes';
+import type { FlattenProgress } from '../src/model/types';
+
+export type Phase =
+  | 'inspect'
+  | 'lock'
+  | 'freeze'
+  | 'snapshot'
+  | 'thaw'
+  | 'clone'
+  | 'flatten'
+  | 'finalize'
+  | 'compensate'
+  | 'thaw-escalated'
+  | 'done'
+  | 'failed';
+
+export interface ProgressView {
+  phase: Phase;
+  domain: string;
+  disks: Record<string, { done: number; total: number; percent: number }>;
+}
+
+/** `vmsnap status` and the CLI's progress bar read this. */
+export const progressQuery = defineQuery<ProgressView>('progress');
+/** Sent by the flatten activity (throttled) so the query can show real progress. */
+export const flattenProgressSignal = defineSignal<[FlattenProgress]>('flattenProgress');
+
+/** Phase bookkeeping: query state, the Web UI's current details, and the VmsnapPhase attribute. */
+export class Progress {
+  private readonly view: ProgressView;
+
+  constructor(domain: string) {
+    this.view = { phase: 'inspect', domain, disks: {} };
+    setHandler(progressQuery, () => this.view);
+    setHandler(flattenProgressSignal, (p) => {
+      const percent = p.total > 0 ? Math.floor((100 * p.done) / p.total) : 0;
+      this.view.disks[p.target] = { done: p.done, total: p.total, percent };
+      this.details();
+    });
+  }
+
+  phase(phase: Phase): void {
+    this.view.phase = phase;
+    upsertSearchAttributes([{ key: SA.phase, value: phase }]);
+    this.details();
+  }
+
+  private details(): void {
+    const lines = [`**phase:** ${this.view.phase}`, `**domain:** ${this.view.domain}`];
+    for (const [t, d] of Object.entries(this.view.disks)) lines.push(`flatten ${t}: ${d.percent}%`);
+    setCurrentDetails(lines.join('\n\n'));
+  }
+}
