@@ -2,6 +2,7 @@ import { Context } from '@temporalio/activity';
 import { openImage, removeImage } from '../src/ceph';
 import { M } from '../src/host/metrics';
 import { nowMs } from '../src/host/clock';
+import { faultMarker } from '../src/host/fault-points';
 import { META } from '../src/model/types';
 import type { ActivityDeps } from './deps';
 import { createClone } from './clone';
@@ -48,6 +49,7 @@ export function flattenDisk(deps: ActivityDeps) {
           signal: ctx.cancellationSignal,
           onProgress: (done, total) => {
             ctx.heartbeat({ done, total, restarted } satisfies FlattenDetails);
+            if (total > 0 && done / total >= 0.2) faultMarker('flatten:progress');
             const t = Date.now();
             if (deps.reportProgress && t - lastReport > 1000) {
               lastReport = t;

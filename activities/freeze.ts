@@ -1,6 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { isFrozenState } from '../src/libvirt';
 import { nowMs } from '../src/host/clock';
+import { faultPoint } from '../src/host/fault-points';
 import { M } from '../src/host/metrics';
 import { FailureType } from '../src/model/failures';
 import type { FreezeRequest, FreezeResult } from '../src/model/types';
@@ -24,10 +25,13 @@ export function freezeGuest(deps: ActivityDeps) {
     }
     await deps.guard.arm({ domainUuid: req.domainUuid, domainName: req.domainName, owner: req.owner, deadlineMs: req.deadlineMs });
     deps.metrics.add(M.frozenGuests, 1);
+    await faultPoint('freeze:before-call');
     const startedAt = nowMs();
     try {
       const frozenFilesystems = await lv.fsFreeze(dom, undefined, { timeoutMs: req.agentTimeoutSec * 1000 + 2000 });
-      return { frozenFilesystems, startedAt, returnedAt: nowMs() };
+      const returnedAt = nowMs();
+      await faultPoint('freeze:after');
+      return { frozenFilesystems, startedAt, returnedAt };
     } catch (err) {
       deps.metrics.inc(M.failures, { step: 'freeze' });
       if (isFrozenState(err)) {

@@ -8,6 +8,7 @@ import { cloneDisk } from './clone';
 import { flattenDisk } from './flatten';
 import { finalizeDisk } from './finalize';
 import { removeImages, removeSourceSnaps } from './cleanup';
+import { applyRetention } from './retention';
 
 export type { ActivityDeps } from './deps';
 
@@ -24,6 +25,7 @@ export function createActivities(deps: ActivityDeps) {
     finalizeDisk: finalizeDisk(deps),
     removeImages: removeImages(deps),
     removeSourceSnaps: removeSourceSnaps(deps),
+    applyRetention: applyRetention(deps),
   };
 }
 

@@ -1,5 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { nowMs } from '../src/host/clock';
+import { faultPoint } from '../src/host/fault-points';
 import { M } from '../src/host/metrics';
 import { FailureType } from '../src/model/failures';
 import type { SnapshotDisksRequest, SnapshotDisksResult } from '../src/model/types';
@@ -27,7 +28,12 @@ export function snapshotDisks(deps: ActivityDeps) {
       throw ApplicationFailure.create({ message: f.message, type: FailureType.SnapshotFailed, nonRetryable: true, details: f.details ?? undefined });
     }
     const returnedAt = nowMs();
-    if (outcome.timedOut) {
+    if (outcome.failed.length) {
+      deps.metrics.inc(M.failures, { step: 'snapshot' });
+      const what = outcome.failed.map((f) => `${f.request.pool}/${f.request.image}@${f.request.snap}: ${f.error.message}`).join('; ');
+      throw ApplicationFailure.nonRetryable(`snapshot failed: ${what}`, FailureType.SnapshotFailed);
+    }
+    if (outcome.timedOut || outcome.mayCompleteLate.length || outcome.notSent.length) {
       deps.metrics.inc(M.failures, { step: 'snapshot-timeout' });
       throw ApplicationFailure.nonRetryable(
         `snapshot did not finish within ${req.timeoutMs} ms (image lock owner unresponsive or cluster unavailable); ` +
@@ -36,6 +42,7 @@ export function snapshotDisks(deps: ActivityDeps) {
       );
     }
     deps.metrics.observe(M.snapshotMs, returnedAt - startedAt);
+    await faultPoint('snapshot:after');
     const perDiskMs: Record<string, number> = {};
     for (const s of req.snaps) perDiskMs[s.target] = returnedAt - startedAt;
     return { startedAt, returnedAt, perDiskMs };

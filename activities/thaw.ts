@@ -1,5 +1,5 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { activityInfo } from '@temporalio/activity';
+import { activityInfo, log } from '@temporalio/activity';
 import type { DomainRef, LibvirtClient } from '../src/libvirt';
 import { nowMs } from '../src/host/clock';
 import { M } from '../src/host/metrics';
@@ -38,6 +38,7 @@ export function thawGuest(deps: ActivityDeps) {
     if (journaled) deps.metrics.add(M.frozenGuests, -1);
     const layer = guardFiredAt ? 'guard' : req.thawedBy;
     deps.metrics.inc(M.thaws, { layer });
+    log.info('guest thawed', { domain: req.domainName, layer, thawedFilesystems, guardFiredAt });
     return { thawedFilesystems, startedAt, returnedAt, ...(guardFiredAt ? { guardFiredAt } : {}) };
   };
 }

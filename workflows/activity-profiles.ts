@@ -34,6 +34,13 @@ export const freezeWindow = (input: SnapshotInput) =>
     retry: { maximumAttempts: 1 },
   });
 
+/** Outside the window, in the host worker: quick idempotent preparation. */
+export const prepareLocal = () =>
+  proxyLocalActivities<Activities>({
+    startToCloseTimeout: '30s',
+    retry: { maximumAttempts: 3, initialInterval: '500ms' },
+  });
+
 /** Thaw on the normal path: quick retries inside the worker. */
 export const thawLocal = (input: SnapshotInput, attempts: number) =>
   proxyLocalActivities<Activities>({
@@ -59,7 +66,8 @@ export const imageOps = () =>
 export const flattening = (input: SnapshotInput) =>
   proxyActivities<Activities>({
     startToCloseTimeout: input.flattenTimeoutMs,
-    heartbeatTimeout: '30s',
+    // Short enough that a dead worker's flatten is retried (from a fresh clone) within seconds.
+    heartbeatTimeout: '10s',
     retry: { maximumAttempts: 5, initialInterval: '2s', nonRetryableErrorTypes: NON_RETRYABLE },
   });
 
@@ -69,4 +77,12 @@ export const cleanup = () =>
     startToCloseTimeout: '10m',
     heartbeatTimeout: '30s',
     retry: { maximumAttempts: 20, initialInterval: '1s', maximumInterval: '30s' },
+  });
+
+/** Retention after a successful run: lists and prunes a schedule's images, heartbeating per image. */
+export const retention = () =>
+  proxyActivities<Activities>({
+    startToCloseTimeout: '10m',
+    heartbeatTimeout: '1m',
+    retry: { maximumAttempts: 5, initialInterval: '2s', maximumInterval: '30s', nonRetryableErrorTypes: NON_RETRYABLE },
   });

@@ -3,7 +3,7 @@ import { log, workflowInfo } from '@temporalio/workflow';
 import { FailureType } from '../src/model/failures';
 import type { SnapshotInput } from '../src/model/input';
 import type { FreezeResult, SnapshotDisksResult, SnapshotPlan, ThawResult } from '../src/model/types';
-import { cleanup, freezeWindow, thawEscalated, thawLocal } from './activity-profiles';
+import { cleanup, freezeWindow, prepareLocal, thawEscalated, thawLocal } from './activity-profiles';
 import type { Compensations } from './compensations';
 import type { Progress } from './progress';
 
@@ -34,8 +34,14 @@ export async function captureDisks(plan: SnapshotPlan, input: SnapshotInput, sag
     });
   }
   saga.add('remove source snapshots', async () => {
-    await cleanupSnaps(plan, snapshotTimedOut);
+    await cleanupSnaps(plan, snapshotTimedOut ? input.lateSnapshotWatchMs : 0);
   });
+
+  // A replayed or retried run may find snapshots its dead predecessor took under this run's
+  // names; they are removed here, before the freeze, so the window holds only the new snapshot.
+  await prepareLocal().removeSourceSnaps.executeWithOptions({ summary: 'clear stale snapshots' }, [
+    { snaps: plan.disks.map((d) => ({ source: d.source, snap: d.sourceSnap })) },
+  ]);
 
   let freeze: FreezeResult | undefined;
   let reason = plan.noFreezeReason ?? '';
@@ -126,11 +132,11 @@ async function thawUntilDone(
   }
 }
 
-async function cleanupSnaps(plan: SnapshotPlan, watchLate: boolean): Promise<void> {
+async function cleanupSnaps(plan: SnapshotPlan, watchLateMs: number): Promise<void> {
   await cleanup().removeSourceSnaps.executeWithOptions({ summary: 'remove temporary snapshots' }, [
     {
       snaps: plan.disks.map((d) => ({ source: d.source, snap: d.sourceSnap })),
-      watchLateMs: watchLate ? 60_000 : 0,
+      watchLateMs,
     },
   ]);
 }

@@ -13,6 +13,7 @@ import type { Capture } from './capture';
 import { Compensations } from './compensations';
 import { acquireDomainLock } from './domain-lock';
 import { Progress } from './progress';
+import { applyRetentionPolicy } from './retention';
 
 /**
  * inspect → freeze → snapshot every disk → thaw → clone → flatten → finalize.
@@ -53,14 +54,15 @@ export async function consistentSnapshot(request: SnapshotRequest): Promise<Snap
     const targets = await timed(steps, 'checkTargets', () =>
       inspection().checkTargets.executeWithOptions({ summary: 'check target names' }, [{ workflowId, disks: plan.disks }]),
     );
-    if (targets.complete) return finish(reused(plan, found, workflowId, steps));
+    if (targets.complete) return finish(await applyRetentionPolicy(input, plan, reused(plan, found, workflowId, steps), progress));
     if (targets.staleImages.length || targets.staleSnaps.length) {
       await removeImages(workflowId, targets.staleImages);
       await cleanup().removeSourceSnaps.executeWithOptions({ summary: 'remove an earlier attempt’s snapshots' }, [
         { snaps: targets.staleSnaps.map((d) => ({ source: d.source, snap: d.sourceSnap })) },
       ]);
     }
-    return finish(await snapshotAndCopy(plan, input, found, steps, progress));
+    const result = await snapshotAndCopy(plan, input, found, steps, progress);
+    return finish(await applyRetentionPolicy(input, plan, result, progress));
   } catch (err) {
     progress.phase('failed');
     upsertSearchAttributes([{ key: SA.result, value: 'failed' }]);

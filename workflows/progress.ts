@@ -11,6 +11,7 @@ export type Phase =
   | 'clone'
   | 'flatten'
   | 'finalize'
+  | 'retention'
   | 'compensate'
   | 'thaw-escalated'
   | 'done'

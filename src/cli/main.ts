@@ -6,6 +6,8 @@ const COMMANDS: Record<string, () => Promise<{ run(argv: string[]): Promise<numb
   status: () => import('./commands/status'),
   cancel: () => import('./commands/cancel'),
   thaw: () => import('./commands/thaw'),
+  schedule: () => import('./commands/schedule'),
+  doctor: () => import('./commands/doctor'),
 };
 
 const USAGE = `vmsnap — application-consistent snapshots of libvirt guests on Ceph RBD, on Temporal
@@ -18,6 +20,8 @@ Commands:
   status <workflow-id>   phase, progress and result of a run
   cancel <workflow-id>   cancel a run (its compensations thaw and clean up)
   thaw <domain>          emergency thaw of a guest on this host
+  schedule <subcommand>  periodic snapshots with retention (create|list|describe|pause|unpause|trigger|delete)
+  doctor                 check Temporal, libvirt, guest agents, disks and Ceph; says how to fix
 `;
 
 async function main(argv: string[]): Promise<number> {

@@ -42,6 +42,9 @@ export class FreezeGuard {
   /** Journals the freeze and starts the watchdog. Call before virDomainFSFreeze. */
   async arm(entry: Omit<JournalEntry, 'guardPid' | 'frozenAt' | 'deadlineAt'> & { deadlineMs: number }): Promise<JournalEntry> {
     await fs.mkdir(this.dir, { recursive: true });
+    // A watchdog left by an earlier attempt (dead worker, replayed task) must not fire into this freeze.
+    const previous = await this.read(entry.domainUuid);
+    if (previous?.guardPid) killGroup(previous.guardPid);
     await fs.rm(this.markerPath(entry.domainUuid), { force: true });
     const now = Date.now();
     const seconds = (entry.deadlineMs / 1000).toFixed(3);

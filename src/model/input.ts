@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { RetentionPolicySchema } from './retention';
 
 /*
  * One schema validates workflow input, CLI flags and the names derived from them. It is pure so
@@ -72,11 +73,21 @@ export const SnapshotInputSchema = z
      * interrupted flatten can silently zero objects).
      */
     verify: z.boolean().default(false),
+    /**
+     * After a snapshot call timed out, how long cleanup keeps watching for a snapshot that the
+     * image's lock owner creates late (when it wakes up), to remove it.
+     */
+    lateSnapshotWatchMs: z.number().int().min(0).max(600_000).default(60_000),
     /** Labels recorded on created images (e.g. the schedule that owns them). */
     labels: z
       .record(z.string().regex(/^[a-z][a-z0-9_.-]{0,31}$/), z.string().max(256).regex(/^[^\0\n]*$/))
       .refine((r) => Object.keys(r).length <= 16, 'at most 16 labels')
       .default({}),
+    /**
+     * After a successful run, prune older images of the same schedule (labels.schedule) and
+     * domain down to this policy. Never touches an image without both labels.
+     */
+    retention: RetentionPolicySchema.optional(),
   })
   .refine((i) => i.snapshotTimeoutMs < i.freezeDeadlineMs, {
     message: 'snapshotTimeoutMs must be below freezeDeadlineMs (the snapshot happens inside the freeze)',
@@ -85,6 +96,14 @@ export const SnapshotInputSchema = z
   .refine((i) => i.agentTimeoutSec * 1000 < i.freezeDeadlineMs, {
     message: 'agentTimeoutSec must be below freezeDeadlineMs',
     path: ['agentTimeoutSec'],
+  })
+  .refine((i) => !i.retention || !!i.labels.schedule, {
+    message: 'retention requires labels.schedule: it only prunes images carrying that schedule label',
+    path: ['retention'],
+  })
+  .refine((i) => !i.retention || i.target.clone, {
+    message: 'retention prunes images; it cannot be used with target.clone=false (snapshot-only mode)',
+    path: ['retention'],
   });
 
 export type SnapshotInput = z.infer<typeof SnapshotInputSchema>;

@@ -1,4 +1,5 @@
 /** Data exchanged between the workflow and its activities. Plain JSON: it is recorded in history. */
+import type { RetentionResult } from './retention';
 
 export interface RbdLocation {
   pool: string;
@@ -139,6 +140,8 @@ export interface SnapshotResult {
   stepsMs: Record<string, number>;
   /** True when an earlier run of this workflow id already produced these images. */
   reusedExisting?: boolean;
+  /** What the schedule's retention policy kept and pruned after this run (input.retention set). */
+  retention?: RetentionResult;
 }
 
 export interface FlattenProgress {

@@ -8,8 +8,10 @@ import type { ThawLayer } from '../model/types';
 export interface ThawReport {
   domain: string;
   owner: string;
+  /** Still frozen when this layer looked (and so thawed by it). */
   wasFrozen: boolean;
-  layer: ThawLayer;
+  /** Which layer thawed the guest: this one, the host guard before it, or nobody (never frozen). */
+  thawedBy: ThawLayer | 'none';
   frozenForMs: number;
 }
 
@@ -25,6 +27,8 @@ export async function thawJournaled(
   metrics: Metrics,
   log: Logger,
 ): Promise<ThawReport> {
+  // Stop the watchdog first, and learn whether it already fired.
+  const { guardFiredAt } = await guard.release(entry.domainUuid);
   const dom = await lv.lookupDomainByUuid(entry.domainUuid).catch(() => undefined);
   let wasFrozen = false;
   if (dom) {
@@ -37,11 +41,12 @@ export async function thawJournaled(
       metrics.inc(M.thaws, { layer });
     }
   }
-  await guard.release(entry.domainUuid);
   await guard.clear(entry.domainUuid);
   metrics.add(M.frozenGuests, -1);
-  const report = { domain: entry.domainName, owner: entry.owner, wasFrozen, layer, frozenForMs: Date.now() - entry.frozenAt };
-  log[wasFrozen ? 'warn' : 'info'](wasFrozen ? `thawed ${entry.domainName} (${layer})` : `journal entry for ${entry.domainName} cleared; guest was already thawed`, { ...report });
+  const thawedBy: ThawReport['thawedBy'] = wasFrozen ? layer : guardFiredAt ? 'guard' : 'none';
+  if (thawedBy === 'guard') metrics.inc(M.thaws, { layer: 'guard' });
+  const report: ThawReport = { domain: entry.domainName, owner: entry.owner, wasFrozen, thawedBy, frozenForMs: Date.now() - entry.frozenAt };
+  log[thawedBy === 'none' ? 'info' : 'warn'](`journaled freeze of ${entry.domainName} resolved: thawed by ${thawedBy}`, { ...report, layer: thawedBy });
   return report;
 }
 

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import { Client, Connection } from '@temporalio/client';
-import { NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { createActivities } from '../../activities';
 import { hostTaskQueue } from '../config';
 import type { Config } from '../config';
@@ -13,6 +13,7 @@ import { reconcile } from './reconcile';
 import { Sweeper } from './sweeper';
 import { flattenProgressSignal } from '../../workflows/progress';
 import { connectionOptions } from '../temporal-connection';
+import { workflowsPath } from './workflows-path';
 
 export interface HostWorker {
   worker: Worker;
@@ -34,13 +35,19 @@ let runtimeInstalled = false;
 export async function createHostWorker(config: Config, log: Logger = jsonLogger({ host: config.host })): Promise<HostWorker> {
   const metrics = new Metrics();
   const sdkMetricsPort = config.metricsPort ? config.metricsPort + 1 : 0;
-  if (!runtimeInstalled && sdkMetricsPort) {
-    Runtime.install({ telemetryOptions: { metrics: { prometheus: { bindAddress: `127.0.0.1:${sdkMetricsPort}` } } } });
+  if (!runtimeInstalled) {
+    // Once per process: the SDK's own logs at WARN (ours are JSON), its metrics on port+1.
+    Runtime.install({
+      logger: new DefaultLogger((process.env.VMSNAP_SDK_LOG_LEVEL as 'WARN' | undefined) ?? 'WARN'),
+      ...(sdkMetricsPort ? { telemetryOptions: { metrics: { prometheus: { bindAddress: `127.0.0.1:${sdkMetricsPort}` } } } } : {}),
+    });
     runtimeInstalled = true;
   }
   const deps = createHostDeps(config, metrics);
   const taskQueue = hostTaskQueue(config.host);
 
+  // The snapshotter process must be up before the first freeze: its start is not paid inside a window.
+  await deps.snapshotter.start();
   const lv = await deps.libvirt();
   const thawed = await reconcile(lv, deps.guard, metrics, log);
   if (thawed.length) log.warn('reconciled frozen-guest journal at start', { entries: thawed });
@@ -57,7 +64,7 @@ export async function createHostWorker(config: Config, log: Logger = jsonLogger(
     connection,
     namespace: config.temporal.namespace,
     taskQueue,
-    workflowsPath: require.resolve('../../workflows'),
+    workflowsPath: workflowsPath(),
     activities: createActivities(deps),
     shutdownGraceTime: '30s',
     identity: `vmsnap@${config.host}/${process.pid}`,

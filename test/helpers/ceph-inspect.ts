@@ -30,7 +30,9 @@ export class CephView {
   }
 
   async meta(pool: string, image: string): Promise<Record<string, string>> {
-    return JSON.parse(await this.rbd('image-meta', 'list', '--format', 'json', `${pool}/${image}`)) as Record<string, string>;
+    // `rbd image-meta list` prints nothing at all (not `{}`) for an image without metadata.
+    const out = (await this.rbd('image-meta', 'list', '--format', 'json', `${pool}/${image}`)).trim();
+    return out ? (JSON.parse(out) as Record<string, string>) : {};
   }
 
   async info(pool: string, image: string): Promise<{ size: number; parent?: unknown; features: string[] }> {

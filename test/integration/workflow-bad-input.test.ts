@@ -31,7 +31,7 @@ async function typeOf(request: unknown): Promise<{ type: string; message: string
   let c: unknown = (err as WorkflowFailedError).cause;
   while (c && !(c instanceof ApplicationFailure)) c = (c as { cause?: unknown }).cause;
   const f = c as ApplicationFailure;
-  return { type: f.type ?? '', message: f.message, nonRetryable: f.nonRetryable };
+  return { type: f.type ?? '', message: f.message, nonRetryable: !!f.nonRetryable };
 }
 
 function journal(): string[] {
@@ -45,7 +45,7 @@ function journal(): string[] {
 async function snapshotState() {
   const images = await ceph.images('images');
   const snaps: string[] = [];
-  for (const img of await ceph.images('vms')) snaps.push(...(await ceph.snaps('vms', img)).map((s) => `${img}@${s}`));
+  for (const img of (await ceph.images('vms')).filter((i) => i.startsWith(`${g1}-`))) snaps.push(...(await ceph.snaps('vms', img)).map((s) => `${img}@${s}`));
   return { images, snaps };
 }
 

@@ -76,7 +76,7 @@ describe('snapshot input schema', () => {
   it('rejects unknown fields at every level', () => {
     fc.assert(
       fc.property(fc.string({ minLength: 1, maxLength: 20 }), (k) => {
-        fc.pre(!['domain', 'host', 'disks', 'skipNonRbdDisks', 'quiesce', 'target', 'freezeDeadlineMs', 'agentTimeoutSec', 'snapshotTimeoutMs', 'flattenTimeoutMs', 'labels', 'verify'].includes(k));
+        fc.pre(!['domain', 'host', 'disks', 'skipNonRbdDisks', 'quiesce', 'target', 'freezeDeadlineMs', 'agentTimeoutSec', 'snapshotTimeoutMs', 'flattenTimeoutMs', 'labels', 'verify', 'lateSnapshotWatchMs', 'retention'].includes(k));
         fc.pre(!['__proto__', 'constructor'].includes(k));
         expect(parseSnapshotInput({ domain: 'vm', [k]: 1 }).ok).toBe(false);
       }),

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { Worker, bundleWorkflowCode } from '@temporalio/worker';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { HISTORY_DIR } from '../helpers/histories';
+import { workflowsPath } from '../../src/worker/workflows-path';
 
 /*
  * Histories recorded from real lab runs (test/fixtures/histories, refreshed by the integration
@@ -17,7 +18,7 @@ describe('workflow determinism', () => {
   });
 
   it('replays every recorded history', async () => {
-    const { code } = await bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows'), logger: quiet });
+    const { code } = await bundleWorkflowCode({ workflowsPath: workflowsPath(), logger: quiet });
     const histories = files.map((f) => ({
       workflowId: f.replace(/\.json$/, ''),
       history: historyFromJSON(JSON.parse(readFileSync(path.join(HISTORY_DIR, f), 'utf8'))),

@@ -1,7 +1,6 @@
 import { WorkflowFailedError } from '@temporalio/client';
 import { hostTaskQueue } from '../../config';
 import { parseSnapshotInput } from '../../model/input';
-import type { SnapshotRequest } from '../../model/input';
 import { SA } from '../../model/search-attributes';
 import type { SnapshotResult } from '../../model/types';
 import { progressQuery } from '../../../workflows/progress';
@@ -10,21 +9,13 @@ import { CliError, Exit } from '../exit-codes';
 import { emit, progressBar } from '../output';
 import { connectClient } from '../temporal-client';
 import { describeFailure, exitCodeFor } from '../failure-exit';
+import { SNAPSHOT_INPUT_HELP, SNAPSHOT_INPUT_OPTIONS, buildRequest } from '../snapshot-flags';
 
 const HELP = `Usage: vmsnap snapshot <domain> [options]
 
 Starts the consistentSnapshot workflow on the domain's host (task queue vmsnap-<host>).
 
-  --disk TARGET            snapshot only this disk (repeatable); default: all RBD disks
-  --skip-non-rbd           with the default disk set, skip non-RBD disks instead of failing
-  --quiesce require|prefer|skip   default prefer (freeze if the agent answers, else say quiesced:false)
-  --pool POOL              image pool for the flattened copies (default images)
-  --image TARGET=NAME      image name for a disk (repeatable)
-  --no-clone               keep only the RBD snapshot on the source image
-  --freeze-deadline-ms N   max time the guest may stay frozen (default 10000)
-  --agent-timeout-s N      guest agent timeout (default 5)
-  --snapshot-timeout-ms N  bound on the snapshot step (default 8000)
-  --label KEY=VALUE        recorded on created images (repeatable)
+${SNAPSHOT_INPUT_HELP}
   --workflow-id ID         default snap-<domain>-<UTC timestamp>; re-using an id is idempotent
   --wait                   follow the run (phases, flatten progress) and print its result
 ${COMMON_HELP}
@@ -35,16 +26,7 @@ The same input works with the Temporal CLI:
 
 export async function run(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, {
-    disk: { type: 'string', multiple: true },
-    'skip-non-rbd': { type: 'boolean' },
-    quiesce: { type: 'string' },
-    pool: { type: 'string' },
-    image: { type: 'string', multiple: true },
-    'no-clone': { type: 'boolean' },
-    'freeze-deadline-ms': { type: 'string' },
-    'agent-timeout-s': { type: 'string' },
-    'snapshot-timeout-ms': { type: 'string' },
-    label: { type: 'string', multiple: true },
+    ...SNAPSHOT_INPUT_OPTIONS,
     'workflow-id': { type: 'string' },
     wait: { type: 'boolean' },
   });
@@ -100,28 +82,6 @@ export async function run(argv: string[]): Promise<number> {
   } finally {
     await client.connection.close();
   }
-}
-
-function buildRequest(domain: string, v: Record<string, unknown>, defaultPool: string): SnapshotRequest {
-  const num = (k: string) => (v[k] === undefined ? undefined : Number(v[k]));
-  const pairs = (k: string) =>
-    Object.fromEntries(((v[k] as string[] | undefined) ?? []).map((p) => {
-      const i = p.indexOf('=');
-      if (i <= 0) throw new CliError(`--${k} expects KEY=VALUE, got "${p}"`, Exit.badInput);
-      return [p.slice(0, i), p.slice(i + 1)];
-    }));
-  const req: Record<string, unknown> = {
-    domain,
-    disks: v.disk,
-    skipNonRbdDisks: v['skip-non-rbd'],
-    quiesce: v.quiesce,
-    target: { pool: (v.pool as string | undefined) ?? defaultPool, clone: v['no-clone'] ? false : undefined, images: v.image ? pairs('image') : undefined },
-    freezeDeadlineMs: num('freeze-deadline-ms'),
-    agentTimeoutSec: num('agent-timeout-s'),
-    snapshotTimeoutMs: num('snapshot-timeout-ms'),
-    labels: v.label ? pairs('label') : undefined,
-  };
-  return JSON.parse(JSON.stringify(req)) as SnapshotRequest; // drops undefined: the recorded input stays minimal
 }
 
 function followProgress(handle: { query: (q: typeof progressQuery) => Promise<{ phase: string; disks: Record<string, { percent: number }> }> }, quiet: boolean) {

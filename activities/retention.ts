@@ -1,0 +1,111 @@
+import { Context } from '@temporalio/activity';
+import { isNotFound, listImages, openImage, removeImage } from '../src/ceph';
+import type { IoCtx } from '../src/ceph';
+import { IMAGE_SNAP } from '../src/model/naming';
+import { planRetention } from '../src/model/retention';
+import type { RetentionImage, RetentionPolicy, RetentionResult } from '../src/model/retention';
+import { META } from '../src/model/types';
+import type { ActivityDeps } from './deps';
+import { translating } from './failures';
+
+export interface RetentionRequest {
+  pool: string;
+  scheduleId: string;
+  /** Domain name as recorded in vmsnap.domain. */
+  domain: string;
+  policy: RetentionPolicy;
+  /** The images this run just made: never pruned, whatever their metadata says. */
+  keepImages: string[];
+}
+
+/**
+ * Prunes one schedule's images of one domain down to its retention policy. Only images whose
+ * metadata says vmsnap made them for this schedule and domain are considered; the plan is made
+ * over all of them before anything is removed. An image in use (clones hang off it, or someone
+ * added snapshots) is skipped and reported, never forced.
+ */
+export function applyRetention(deps: ActivityDeps) {
+  return async function applyRetention(req: RetentionRequest): Promise<RetentionResult> {
+    const io = await translating(`open pool ${req.pool}`, () => deps.ioctx(req.pool));
+    const owned = await scheduleImages(io, req);
+    const plan = planRetention(owned, req.policy, Date.now(), { pinned: req.keepImages });
+    const pruned: string[] = [];
+    const skipped: RetentionResult['skipped'] = [];
+    for (const name of plan.prune) {
+      heartbeat({ pruned });
+      const why = await pruneImage(io, name, req);
+      if (why) skipped.push({ image: name, reason: why });
+      else pruned.push(name);
+    }
+    return { kept: plan.keep, pruned, skipped };
+  };
+}
+
+/** The images this schedule made for this domain, read from their RBD metadata. */
+async function scheduleImages(io: IoCtx, req: RetentionRequest): Promise<RetentionImage[]> {
+  const names = await translating(`list images in ${req.pool}`, () => listImages(io));
+  const out: RetentionImage[] = [];
+  for (const name of names) {
+    const meta = await readMetadata(io, name);
+    if (!meta || !isOurs(meta, req)) continue;
+    out.push({ name, createdAt: meta[META.createdAt] ?? '', state: meta[META.state] ?? '', run: meta[META.workflowId] });
+  }
+  return out;
+}
+
+function isOurs(meta: Record<string, string>, req: RetentionRequest): boolean {
+  return (
+    meta[META.owner] === 'vmsnap' && meta[`${META.labelPrefix}schedule`] === req.scheduleId && meta[META.domain] === req.domain
+  );
+}
+
+/** rbd_metadata_list through a read-only open; null when the image vanished since the listing. */
+async function readMetadata(io: IoCtx, name: string): Promise<Record<string, string> | null> {
+  let img;
+  try {
+    img = await openImage(io, name, { readOnly: true });
+  } catch (err) {
+    if (isNotFound(err)) return null;
+    throw err;
+  }
+  try {
+    return await translating(`read metadata of ${name}`, () => img.metadataList());
+  } finally {
+    await img.close();
+  }
+}
+
+/** Unprotect + remove `snap`, then remove the image. Returns why it was left alone, if it was. */
+async function pruneImage(io: IoCtx, name: string, req: RetentionRequest): Promise<string | undefined> {
+  let img;
+  try {
+    img = await openImage(io, name);
+  } catch (err) {
+    if (isNotFound(err)) return 'already gone';
+    throw err;
+  }
+  try {
+    // Re-read ownership: the plan is over a listing, and a name can be reused between the two.
+    if (!isOurs(await img.metadataList(), req)) return 'no longer owned by this schedule';
+    const snaps = await img.listSnaps();
+    const foreign = snaps.filter((s) => s.name !== IMAGE_SNAP);
+    if (foreign.length) return `has snapshots vmsnap did not make: ${foreign.map((s) => s.name).join(', ')}`;
+    if ((await img.listChildren()).length) return 'has clones (in use)';
+    if (snaps.length) {
+      if (await img.isSnapProtected(IMAGE_SNAP)) await translating(`unprotect ${name}@${IMAGE_SNAP}`, () => img.unprotectSnap(IMAGE_SNAP));
+      await translating(`remove ${name}@${IMAGE_SNAP}`, () => img.removeSnap(IMAGE_SNAP));
+    }
+  } finally {
+    await img.close();
+  }
+  await translating(`remove image ${name}`, () => removeImage(io, name));
+  return undefined;
+}
+
+function heartbeat(details: unknown): void {
+  try {
+    Context.current().heartbeat(details);
+  } catch {
+    // called outside an activity (tests)
+  }
+}

@@ -1,0 +1,60 @@
+import type { CheckResult } from '../doctor/check';
+import { checkCeph } from '../doctor/ceph-checks';
+import { checkLibvirt } from '../doctor/libvirt-checks';
+import { checkTemporal } from '../doctor/temporal-checks';
+import { COMMON_HELP, configFrom, parse } from '../common-flags';
+import { CliError, Exit } from '../exit-codes';
+import { emit } from '../output';
+
+const HELP = `Usage: vmsnap doctor [--fix] [--domain D ...] [--agent-timeout-s N]
+
+Checks what a snapshot needs, one line per check with OK, WARN or FAIL and how to fix it:
+  Temporal reachable, namespace, vmsnap's search attributes, a worker on this host's queue;
+  libvirt reachable; each running domain's guest agent (guest-ping) and its disks (RBD or not);
+  Ceph reachable with the configured id and keyring; the image pool and the disks' pools open.
+
+  --fix                    register missing search attributes (operator AddSearchAttributes)
+  --domain D               check only this domain (repeatable); default: every running domain
+  --agent-timeout-s N      guest-ping timeout (default 5)
+  --image-pool POOL        the pool flattened images go to (default from config: images)
+${COMMON_HELP}
+
+Exit code: 0 when nothing FAILs (WARNs allowed), 1 on a FAIL, 4 when a service is unreachable.`;
+
+export async function run(argv: string[]): Promise<number> {
+  const { values } = parse(
+    argv,
+    { fix: { type: 'boolean' }, domain: { type: 'string', multiple: true }, 'agent-timeout-s': { type: 'string' }, 'image-pool': { type: 'string' } },
+    false,
+  );
+  if (values.help) {
+    process.stdout.write(HELP + '\n');
+    return Exit.ok;
+  }
+  const timeout = values['agent-timeout-s'] ?? '5';
+  if (!/^[1-9][0-9]?$/.test(timeout)) throw new CliError(`--agent-timeout-s expects 1-99 seconds, got "${timeout}"`, Exit.badInput);
+  if (values['image-pool'] !== undefined) process.env.VMSNAP_IMAGE_POOL = values['image-pool'];
+  const config = configFrom(values);
+
+  const [temporal, libvirt] = await Promise.all([
+    checkTemporal(config, { fix: !!values.fix }),
+    checkLibvirt(config, { domains: values.domain, agentTimeoutSec: Number(timeout) }),
+  ]);
+  const pools = [...new Set([config.imagePool, ...libvirt.sourcePools])];
+  const checks = [...temporal, ...libvirt.checks, ...(await checkCeph(config, pools))];
+
+  const failed = checks.filter((c) => c.status === 'fail');
+  const code = checks.some((c) => c.unreachable) ? Exit.unreachable : failed.length ? Exit.failed : Exit.ok;
+  emit(!!values.json, { ok: !failed.length, checks }, () => checks.map(line).join('\n') + `\n${summary(checks)}`);
+  return code;
+}
+
+function line(c: CheckResult): string {
+  const tag = { ok: 'OK  ', warn: 'WARN', fail: 'FAIL' }[c.status];
+  return `${tag}  ${c.name}: ${c.detail}${c.fix ? ` — fix: ${c.fix}` : ''}`;
+}
+
+function summary(checks: CheckResult[]): string {
+  const n = (s: CheckResult['status']) => checks.filter((c) => c.status === s).length;
+  return `${n('ok')} ok, ${n('warn')} warning(s), ${n('fail')} failed`;
+}

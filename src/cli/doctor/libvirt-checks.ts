@@ -1,0 +1,99 @@
+import { LibvirtClient, parseDomainXml } from '../../libvirt';
+import type { DomainRef } from '../../libvirt';
+import type { Config } from '../../config';
+import { fail, messageOf, ok, warn, within } from './check';
+import type { CheckResult } from './check';
+
+const AGENT_CHANNEL_HINT =
+  "add <channel type='unix'><target type='virtio' name='org.qemu.guest_agent.0'/></channel> to the domain and install qemu-guest-agent in the guest";
+
+export interface LibvirtFindings {
+  checks: CheckResult[];
+  /** Pools holding the checked domains' RBD disks, for the Ceph checks. */
+  sourcePools: string[];
+}
+
+/**
+ * libvirtd reachable at the configured URI; for each running domain (or each --domain): its guest
+ * agent answers guest-ping within the timeout and is not left frozen, and its disks are RBD.
+ */
+export async function checkLibvirt(config: Config, opts: { domains?: string[]; agentTimeoutSec: number }): Promise<LibvirtFindings> {
+  const uri = config.libvirt.uri;
+  let lv: LibvirtClient;
+  try {
+    lv = await within(10_000, 'connect', LibvirtClient.connect({ uri, callTimeoutMs: 10_000 }));
+  } catch (err) {
+    const check = fail('libvirt', `cannot connect to ${uri}: ${messageOf(err)}`, 'start libvirtd, or set --libvirt-uri / VMSNAP_LIBVIRT_URI (qemu:///system?socket=PATH)', true);
+    return { checks: [check], sourcePools: [] };
+  }
+  try {
+    const checks: CheckResult[] = [];
+    const pools = new Set<string>();
+    let doms: DomainRef[];
+    try {
+      doms = opts.domains?.length ? await lookup(lv, opts.domains, checks) : await lv.listDomains();
+    } catch (err) {
+      return { checks: [fail('libvirt', `connected to ${uri} but cannot list domains: ${messageOf(err)}`, 'check libvirt access rights for this user')], sourcePools: [] };
+    }
+    checks.unshift(ok('libvirt', `connected to ${uri}; ${doms.length} domain(s) to check`));
+    for (const dom of doms) checks.push(...(await checkDomain(lv, dom, opts.agentTimeoutSec, pools)));
+    return { checks, sourcePools: [...pools].sort() };
+  } finally {
+    await lv.close();
+  }
+}
+
+async function lookup(lv: LibvirtClient, names: string[], checks: CheckResult[]): Promise<DomainRef[]> {
+  const out: DomainRef[] = [];
+  for (const n of names) {
+    try {
+      const dom = await lv.lookupDomain(n);
+      const { state } = await lv.getDomainState(dom);
+      if (state === 'running') out.push(dom);
+      else checks.push(fail(`domain ${n}`, `is ${state}`, `start it (virsh start ${n}); vmsnap snapshots running domains`));
+    } catch (err) {
+      checks.push(fail(`domain ${n}`, messageOf(err), 'check the name with virsh list --all'));
+    }
+  }
+  return out;
+}
+
+async function checkDomain(lv: LibvirtClient, dom: DomainRef, agentTimeoutSec: number, pools: Set<string>): Promise<CheckResult[]> {
+  let info;
+  try {
+    info = parseDomainXml(await lv.getDomainXml(dom));
+  } catch (err) {
+    return [fail(`domain ${dom.name}`, `cannot read its XML: ${messageOf(err)}`, 'check libvirt access rights')];
+  }
+  return [await checkAgent(lv, dom, info.hasAgentChannel, agentTimeoutSec), checkDisks(dom.name, info.disks, pools)];
+}
+
+async function checkAgent(lv: LibvirtClient, dom: DomainRef, hasChannel: boolean, timeoutSec: number): Promise<CheckResult> {
+  const name = `domain ${dom.name} agent`;
+  if (!hasChannel) return warn(name, 'no guest agent channel: its snapshots can only be crash-consistent', AGENT_CHANNEL_HINT);
+  try {
+    await lv.guestPing(dom, timeoutSec, { timeoutMs: timeoutSec * 1000 + 5000 });
+  } catch (err) {
+    return fail(name, `guest-ping got no answer within ${timeoutSec}s: ${messageOf(err)}`, 'start qemu-guest-agent in the guest (systemctl start qemu-guest-agent)');
+  }
+  try {
+    const status = await lv.fsFreezeStatus(dom, timeoutSec, { timeoutMs: timeoutSec * 1000 + 5000 });
+    if (status === 'frozen') return fail(name, 'answers, but its filesystems are FROZEN', `vmsnap thaw ${dom.name}`);
+  } catch (err) {
+    return warn(name, `answers guest-ping, but guest-fsfreeze-status failed: ${messageOf(err)}`, 'check the agent allows guest-fsfreeze-* (no --blacklist/--block-rpcs)');
+  }
+  return ok(name, 'answers guest-ping; filesystems thawed');
+}
+
+function checkDisks(domain: string, disks: ReturnType<typeof parseDomainXml>['disks'], pools: Set<string>): CheckResult {
+  const name = `domain ${domain} disks`;
+  const rbd = disks.filter((d) => d.device === 'disk' && d.rbd);
+  const other = disks.filter((d) => d.device === 'disk' && !d.rbd);
+  for (const d of rbd) pools.add(d.rbd!.pool);
+  const list = rbd.map((d) => `${d.target}=${d.rbd!.pool}/${d.rbd!.image}`).join(', ');
+  if (!rbd.length) return warn(name, `no RBD disk (${other.map((d) => `${d.target}: ${d.type}`).join(', ') || 'no disks'})`, 'vmsnap snapshots RBD-backed disks only');
+  if (other.length) {
+    return warn(name, `RBD: ${list}; not RBD: ${other.map((d) => `${d.target} (${d.type})`).join(', ')}`, 'snapshot with --skip-non-rbd or --disk to cover the RBD disks only');
+  }
+  return ok(name, `RBD: ${list}`);
+}

@@ -1,0 +1,96 @@
+import { Connection } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import type { Config } from '../../config';
+import { hostTaskQueue } from '../../config';
+import { SEARCH_ATTRIBUTE_TYPES } from '../../model/search-attributes';
+import { connectionOptions } from '../../temporal-connection';
+import { fail, messageOf, ok, warn, within } from './check';
+import type { CheckResult } from './check';
+
+const IndexedValueType = temporal.api.enums.v1.IndexedValueType;
+const WANTED: Record<string, temporal.api.enums.v1.IndexedValueType> = Object.fromEntries(
+  Object.entries(SEARCH_ATTRIBUTE_TYPES).map(([name, t]) => [
+    name,
+    t === 'Bool' ? IndexedValueType.INDEXED_VALUE_TYPE_BOOL : IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+  ]),
+);
+
+/**
+ * Temporal reachable, the namespace exists, vmsnap's search attributes are registered with the
+ * right types (`fix` registers missing ones: operator AddSearchAttributes), and a worker polls
+ * this host's task queue.
+ */
+export async function checkTemporal(config: Config, opts: { fix: boolean }): Promise<CheckResult[]> {
+  const { address, namespace } = config.temporal;
+  let conn: Connection;
+  try {
+    conn = await within(10_000, 'connect', Connection.connect({ ...connectionOptions(config), connectTimeout: '5s' }));
+  } catch (err) {
+    return [fail('temporal', `cannot reach ${address}: ${messageOf(err)}`, 'start the Temporal server or set --temporal-address / VMSNAP_TEMPORAL_ADDRESS', true)];
+  }
+  try {
+    const out: CheckResult[] = [];
+    const info = await conn.workflowService.getSystemInfo({}).catch(() => undefined);
+    out.push(ok('temporal', `reachable at ${address}${info?.serverVersion ? ` (server ${info.serverVersion})` : ''}`));
+    try {
+      await within(10_000, 'describe namespace', conn.workflowService.describeNamespace({ namespace }));
+      out.push(ok('temporal.namespace', namespace));
+    } catch (err) {
+      out.push(fail('temporal.namespace', `${namespace}: ${messageOf(err)}`, `temporal operator namespace create --namespace ${namespace}, or set --namespace`));
+      return out;
+    }
+    out.push(await checkSearchAttributes(conn, namespace, opts.fix));
+    out.push(await checkWorker(conn, namespace, hostTaskQueue(config.host)));
+    return out;
+  } finally {
+    await conn.close();
+  }
+}
+
+async function checkSearchAttributes(conn: Connection, namespace: string, fix: boolean): Promise<CheckResult> {
+  const name = 'temporal.search-attributes';
+  const list = async () => (await conn.operatorService.listSearchAttributes({ namespace })).customAttributes ?? {};
+  try {
+    let have = await within(10_000, 'list search attributes', list());
+    const wrong = Object.keys(WANTED).filter((k) => have[k] !== undefined && have[k] !== WANTED[k]);
+    let missing = Object.keys(WANTED).filter((k) => have[k] === undefined);
+    if (wrong.length) {
+      return fail(name, `registered with the wrong type: ${wrong.join(', ')}`, `remove and re-add them as ${wrong.map((k) => `${k}=${SEARCH_ATTRIBUTE_TYPES[k]}`).join(', ')}`);
+    }
+    if (missing.length && fix) {
+      const searchAttributes = Object.fromEntries(missing.map((k) => [k, WANTED[k]]));
+      await within(30_000, 'add search attributes', conn.operatorService.addSearchAttributes({ namespace, searchAttributes }));
+      have = await list();
+      const added = missing.filter((k) => have[k] !== undefined);
+      missing = missing.filter((k) => have[k] === undefined);
+      if (!missing.length) return ok(name, `registered ${added.join(', ')} (--fix)`);
+    }
+    if (missing.length) {
+      const cli = missing.map((k) => `--name ${k} --type ${SEARCH_ATTRIBUTE_TYPES[k]}`).join(' ');
+      return fail(name, `missing: ${missing.join(', ')}`, `vmsnap doctor --fix, or temporal operator search-attribute create ${cli}`);
+    }
+    return ok(name, Object.keys(WANTED).join(', '));
+  } catch (err) {
+    return fail(name, messageOf(err), 'check the namespace and that this client may call the operator service');
+  }
+}
+
+async function checkWorker(conn: Connection, namespace: string, taskQueue: string): Promise<CheckResult> {
+  const name = 'temporal.worker';
+  try {
+    const r = await within(
+      10_000,
+      'describe task queue',
+      conn.workflowService.describeTaskQueue({
+        namespace,
+        taskQueue: { name: taskQueue, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+        taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+      }),
+    );
+    const pollers = r.pollers ?? [];
+    if (!pollers.length) return warn(name, `no worker polls ${taskQueue}`, `run \`vmsnap worker\` on this host (or pass --host to check another)`);
+    return ok(name, `${pollers.length} worker(s) on ${taskQueue}: ${pollers.map((p) => p.identity).join(', ')}`);
+  } catch (err) {
+    return warn(name, `cannot describe ${taskQueue}: ${messageOf(err)}`, 'check the namespace permissions');
+  }
+}

@@ -1,0 +1,27 @@
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+/**
+ * Named points where the fault-injection suite (`npm run test:faults`) kills or stalls a worker.
+ * Inert unless the worker was started with VMSNAP_FAULT_POINTS (comma-separated point names) and
+ * VMSNAP_FAULT_DIR: at a listed point the worker drops a marker file the suite waits for, then
+ * stalls for VMSNAP_FAULT_PAUSE_MS (default: until killed). Production workers never set these.
+ */
+export type FaultPoint = 'freeze:before-call' | 'freeze:after' | 'snapshot:after' | 'flatten:progress';
+
+export async function faultPoint(point: FaultPoint): Promise<void> {
+  const points = process.env.VMSNAP_FAULT_POINTS;
+  const dir = process.env.VMSNAP_FAULT_DIR;
+  if (!points || !dir || !points.split(',').includes(point)) return;
+  writeFileSync(path.join(dir, point.replace(':', '_')), String(Date.now()));
+  const pause = Number(process.env.VMSNAP_FAULT_PAUSE_MS ?? 'Infinity');
+  await new Promise((r) => setTimeout(r, Number.isFinite(pause) ? pause : 2 ** 31 - 1));
+}
+
+/** Marker only, no stall: for points inside callbacks that must not block. */
+export function faultMarker(point: FaultPoint): void {
+  const points = process.env.VMSNAP_FAULT_POINTS;
+  const dir = process.env.VMSNAP_FAULT_DIR;
+  if (!points || !dir || !points.split(',').includes(point)) return;
+  writeFileSync(path.join(dir, point.replace(':', '_')), String(Date.now()));
+}
