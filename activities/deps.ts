@@ -2,6 +2,7 @@ import type { LibvirtClient } from '../src/libvirt';
 import type { IoCtx, RadosCluster, Snapshotter } from '../src/ceph';
 import type { FreezeGuard } from '../src/host/freeze-guard';
 import type { Metrics } from '../src/host/metrics';
+import type { Logger } from '../src/worker/logger';
 
 /** What the activities need from the host. Real adapters in the worker; tests pass the same kinds. */
 export interface ActivityDeps {
@@ -13,6 +14,7 @@ export interface ActivityDeps {
   snapshotter: Snapshotter;
   guard: FreezeGuard;
   metrics: Metrics;
+  log: Logger;
   /** Lets long activities report progress to their workflow (signals); optional in tests. */
   reportProgress?(workflowId: string, progress: unknown): Promise<void>;
 }

@@ -1,5 +1,5 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { activityInfo, log } from '@temporalio/activity';
+import { activityInfo } from '@temporalio/activity';
 import type { DomainRef, LibvirtClient } from '../src/libvirt';
 import { nowMs } from '../src/host/clock';
 import { M } from '../src/host/metrics';
@@ -38,7 +38,7 @@ export function thawGuest(deps: ActivityDeps) {
     if (journaled) deps.metrics.add(M.frozenGuests, -1);
     const layer = guardFiredAt ? 'guard' : req.thawedBy;
     deps.metrics.inc(M.thaws, { layer });
-    log.info('guest thawed', { domain: req.domainName, layer, thawedFilesystems, guardFiredAt });
+    deps.log.info('guest thawed', { workflowId: workflowIdOrNone(), domain: req.domainName, layer, thawedFilesystems, guardFiredAt });
     return { thawedFilesystems, startedAt, returnedAt, ...(guardFiredAt ? { guardFiredAt } : {}) };
   };
 }
@@ -58,6 +58,14 @@ async function confirmThawed(lv: LibvirtClient, dom: DomainRef, req: ThawRequest
     const f = toFailure(first, `thaw ${req.domainName} (attempt ${attempt()})`);
     // Retryable always: the retry policy (and, past it, escalation) is the workflow's decision.
     throw ApplicationFailure.create({ message: f.message, type: FailureType.ThawFailed, nonRetryable: false, details: f.details ?? undefined });
+  }
+}
+
+function workflowIdOrNone(): string | undefined {
+  try {
+    return activityInfo().workflowExecution?.workflowId;
+  } catch {
+    return undefined;
   }
 }
 

@@ -154,6 +154,7 @@ async function copyDisk(
   await timed(steps, `flatten:${d.target}`, () =>
     flattening(input).flattenDisk.executeWithOptions({ summary: `flatten ${d.image!.image}` }, [req]),
   );
+  progress.flattened(d.target);
   progress.phase('finalize');
   const fin = await timed(steps, `finalize:${d.target}`, () =>
     imageOps().finalizeDisk.executeWithOptions({ summary: `finalize ${d.image!.image}` }, [

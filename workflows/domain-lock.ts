@@ -1,5 +1,5 @@
 import { ApplicationFailure, WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/common';
-import { CancellationScope, ParentClosePolicy, condition, defineSignal, setHandler, startChild } from '@temporalio/workflow';
+import { CancellationScope, ParentClosePolicy, condition, defineSignal, log, setHandler, startChild } from '@temporalio/workflow';
 import { FailureType } from '../src/model/failures';
 import { lockWorkflowId } from '../src/model/naming';
 
@@ -27,18 +27,27 @@ export interface HeldLock {
 export async function acquireDomainLock(domain: { name: string; uuid: string }, holder: { workflowId: string; runId: string }): Promise<HeldLock> {
   const lockId = lockWorkflowId(domain.uuid);
   try {
-    const handle = await startChild(domainLock, {
-      workflowId: lockId,
-      args: [holder],
-      parentClosePolicy: ParentClosePolicy.TERMINATE,
-      workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
-      staticSummary: `lock on ${domain.name} held by ${holder.workflowId}`,
-    });
+    // Started outside the caller's cancellation scope: cancelling the snapshot run must not
+    // cancel its lock before the compensations (which still need the domain) have run.
+    const handle = await CancellationScope.nonCancellable(() =>
+      startChild(domainLock, {
+        workflowId: lockId,
+        args: [holder],
+        parentClosePolicy: ParentClosePolicy.TERMINATE,
+        workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+        staticSummary: `lock on ${domain.name} held by ${holder.workflowId}`,
+      }),
+    );
     return {
       release: () =>
         CancellationScope.nonCancellable(async () => {
-          await handle.signal(releaseLock);
-          await handle.result();
+          try {
+            await handle.signal(releaseLock);
+            await handle.result();
+          } catch (err) {
+            // Already gone (terminated by hand, or reset): the lock is free either way.
+            log.warn('domain lock was already released', { lock: lockId, error: String(err) });
+          }
         }),
     };
   } catch (err) {

@@ -42,6 +42,13 @@ export class Progress {
     });
   }
 
+  /** A disk's flatten finished: the signals are throttled, so the last one may be stale. */
+  flattened(target: string): void {
+    const d = this.view.disks[target];
+    this.view.disks[target] = { done: d?.total ?? 0, total: d?.total ?? 0, percent: 100 };
+    this.details();
+  }
+
   phase(phase: Phase): void {
     this.view.phase = phase;
     upsertSearchAttributes([{ key: SA.phase, value: phase }]);

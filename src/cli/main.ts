@@ -1,13 +1,24 @@
 import { CliError, Exit } from './exit-codes';
 
-const COMMANDS: Record<string, () => Promise<{ run(argv: string[]): Promise<number> }>> = {
-  worker: () => import('./commands/worker'),
-  snapshot: () => import('./commands/snapshot'),
-  status: () => import('./commands/status'),
-  cancel: () => import('./commands/cancel'),
-  thaw: () => import('./commands/thaw'),
-  schedule: () => import('./commands/schedule'),
-  doctor: () => import('./commands/doctor'),
+type Command = { run(argv: string[]): Promise<number> };
+
+/*
+ * Lazy, so `vmsnap thaw` never loads the Temporal client. require, not import(): bin/vmsnap.js
+ * runs these sources through tsx's CommonJS hook, and an import() would reach Node's ESM loader,
+ * which cannot load .ts files ("Cannot find module .../commands/status").
+ */
+const lazy = (name: string) => async (): Promise<Command> =>
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  require(`./commands/${name}`) as Command;
+
+const COMMANDS: Record<string, () => Promise<Command>> = {
+  worker: lazy('worker'),
+  snapshot: lazy('snapshot'),
+  status: lazy('status'),
+  cancel: lazy('cancel'),
+  thaw: lazy('thaw'),
+  schedule: lazy('schedule'),
+  doctor: lazy('doctor'),
 };
 
 const USAGE = `vmsnap — application-consistent snapshots of libvirt guests on Ceph RBD, on Temporal

@@ -5,6 +5,8 @@ import type { ActivityDeps } from '../../activities';
 import type { Config } from '../config';
 import { FreezeGuard } from '../host/freeze-guard';
 import { Metrics } from '../host/metrics';
+import { jsonLogger } from './logger';
+import type { Logger } from './logger';
 
 export interface HostDeps extends ActivityDeps {
   close(): Promise<void>;
@@ -15,7 +17,7 @@ export interface HostDeps extends ActivityDeps {
  * cluster handle with an ioctx per pool, and the snapshotter process. Opened lazily so a worker
  * starts even while libvirtd or Ceph is briefly away.
  */
-export function createHostDeps(config: Config, metrics = new Metrics()): HostDeps {
+export function createHostDeps(config: Config, metrics = new Metrics(), log: Logger = jsonLogger({ host: config.host })): HostDeps {
   let lv: Promise<LibvirtClient> | undefined;
   let rados: Promise<RadosCluster> | undefined;
   const pools = new Map<string, Promise<IoCtx>>();
@@ -56,6 +58,7 @@ export function createHostDeps(config: Config, metrics = new Metrics()): HostDep
     snapshotter,
     guard,
     metrics,
+    log,
     async close() {
       await snapshotter.close();
       for (const io of pools.values()) await io.then((i) => i.close()).catch(() => undefined);

@@ -43,7 +43,7 @@ export async function createHostWorker(config: Config, log: Logger = jsonLogger(
     });
     runtimeInstalled = true;
   }
-  const deps = createHostDeps(config, metrics);
+  const deps = createHostDeps(config, metrics, log);
   const taskQueue = hostTaskQueue(config.host);
 
   // The snapshotter process must be up before the first freeze: its start is not paid inside a window.

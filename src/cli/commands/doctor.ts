@@ -5,6 +5,7 @@ import { checkTemporal } from '../doctor/temporal-checks';
 import { COMMON_HELP, configFrom, parse } from '../common-flags';
 import { CliError, Exit } from '../exit-codes';
 import { emit } from '../output';
+import { RBD_NAME } from '../../model/input';
 
 const HELP = `Usage: vmsnap doctor [--fix] [--domain D ...] [--agent-timeout-s N]
 
@@ -33,14 +34,15 @@ export async function run(argv: string[]): Promise<number> {
   }
   const timeout = values['agent-timeout-s'] ?? '5';
   if (!/^[1-9][0-9]?$/.test(timeout)) throw new CliError(`--agent-timeout-s expects 1-99 seconds, got "${timeout}"`, Exit.badInput);
-  if (values['image-pool'] !== undefined) process.env.VMSNAP_IMAGE_POOL = values['image-pool'];
   const config = configFrom(values);
+  const imagePool = values['image-pool'] ?? config.imagePool;
+  if (!RBD_NAME.test(imagePool)) throw new CliError(`invalid --image-pool "${imagePool}"`, Exit.badInput);
 
   const [temporal, libvirt] = await Promise.all([
     checkTemporal(config, { fix: !!values.fix }),
     checkLibvirt(config, { domains: values.domain, agentTimeoutSec: Number(timeout) }),
   ]);
-  const pools = [...new Set([config.imagePool, ...libvirt.sourcePools])];
+  const pools = [...new Set([imagePool, ...libvirt.sourcePools])];
   const checks = [...temporal, ...libvirt.checks, ...(await checkCeph(config, pools))];
 
   const failed = checks.filter((c) => c.status === 'fail');

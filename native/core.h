@@ -1,0 +1,144 @@
+// Promise plumbing and handles shared by every binding function.
+//
+// Each exported function validates its arguments on the JS thread, then runs
+// exactly one blocking librbd/librados call (or a short fixed sequence) on an
+// addon-owned thread (pool.h) and settles its promise on the JS thread through
+// one napi_threadsafe_function per environment.
+#pragma once
+#include <napi.h>
+#include <rados/librados.h>
+#include <rbd/librbd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace vmsnap {
+
+using Converter = std::function<Napi::Value(Napi::Env)>;
+
+// What a blocking call produced: a negative errno plus the C call's name, or a
+// converter that builds the JS result on the JS thread.
+struct Outcome {
+  int r = 0;
+  const char* call = "";
+  Converter value;
+};
+inline Outcome Fail(int r, const char* call) { return Outcome{r, call, nullptr}; }
+inline Outcome Ok(Converter value = nullptr) { return Outcome{0, "", std::move(value)}; }
+
+// Something delivered to the JS thread through the environment's TSFN.
+class Delivery {
+ public:
+  virtual ~Delivery() = default;
+  virtual void Deliver(Napi::Env env) = 0;
+};
+
+void CallDelivery(Napi::Env env, Napi::Function, void*, Delivery* d);
+using Tsfn = Napi::TypedThreadSafeFunction<void, Delivery, CallDelivery>;
+
+// Progress of a long call (flatten, remove), reported from librbd's threads,
+// coalesced (at most one delivery in flight) and passed to a JS callback.
+// Also carries the cancel flag: librbd stops when the progress callback
+// returns non-zero.
+class Progress : public std::enable_shared_from_this<Progress> {
+ public:
+  Progress(Tsfn tsfn, Napi::Function callback);
+  ~Progress();
+  // Any thread. Returns -ECANCELED once Cancel() was called, else 0.
+  int Report(uint64_t done, uint64_t total);
+  void Cancel() { cancelled_ = true; }
+  bool cancelled() const { return cancelled_; }
+  // librbd_progress_fn_t; arg is a Progress*.
+  static int Callback(uint64_t done, uint64_t total, void* arg);
+
+ private:
+  friend class ProgressDelivery;
+  Tsfn tsfn_;
+  Napi::FunctionReference callback_;  // JS thread only
+  std::atomic<bool> cancelled_{false};
+  std::atomic<bool> posted_{false};
+  std::atomic<uint64_t> done_{0};
+  std::atomic<uint64_t> total_{0};
+};
+
+using Settled = std::function<void(Napi::Env, const Outcome&)>;
+
+// Runs `work` on an addon thread and settles `deferred` with its outcome.
+// `settled` runs on the JS thread just before the promise settles.
+void SubmitTo(Napi::Env env, Napi::Promise::Deferred deferred, std::function<Outcome()> work,
+              Settled settled = nullptr);
+Napi::Promise Submit(Napi::Env env, std::function<Outcome()> work, Settled settled = nullptr);
+
+// Error with .errno (positive), .code ('ENOENT'), .call ('rbd_open'),
+// message "rbd_open: ENOENT (2)".
+Napi::Error MakeError(Napi::Env env, int r, const char* call);
+Napi::Promise Rejected(Napi::Env env, int r, const char* call);
+
+std::shared_ptr<Progress> MakeProgress(Napi::Env env, Napi::Value callback);
+
+// A rados_t shared by the cluster handle and every ioctx/image opened from it.
+struct ClusterCore {
+  rados_t cluster = nullptr;
+  std::atomic<int> children{0};  // open ioctx and image handles
+  std::atomic<bool> shut{false};
+  ~ClusterCore();  // shuts down on an addon thread if nobody did
+};
+
+enum class Kind { Cluster, IoCtx, Image };
+
+// The JS object behind RadosCluster/IoCtx/Image. Tracks calls in flight so
+// that close waits for them, and keeps itself alive while they run.
+class Handle : public Napi::ObjectWrap<Handle> {
+ public:
+  static Napi::Function Define(Napi::Env env);
+  static Napi::Object Create(Napi::Env env, Kind kind, std::shared_ptr<ClusterCore> core,
+                             rados_ioctx_t io, rbd_image_t image);
+  static Handle* Arg(const Napi::CallbackInfo& info, size_t i, Kind kind);
+
+  explicit Handle(const Napi::CallbackInfo& info);
+  void Finalize(Napi::Env env) override;
+
+  // Runs `work` while this handle is open; EBADF (named `call`) when closed.
+  Napi::Value Use(Napi::Env env, const char* call, std::function<Outcome()> work,
+                  Settled settled = nullptr);
+  // Marks the handle closed now (later calls get EBADF) and runs `closer`
+  // once the calls in flight have settled.
+  Napi::Value Close(Napi::Env env, const char* call, std::function<Outcome()> closer,
+                    std::function<bool()> precheck = nullptr);
+
+  // Counts a call that uses this handle as a secondary argument (the child
+  // ioctx of rbd_clone3) so that close waits for it. False when closed.
+  bool Pin();
+  bool IsOpen() const { return !closing_ && !closed_; }
+  void Unpin(Napi::Env env);
+
+  Kind kind = Kind::Cluster;
+  std::shared_ptr<ClusterCore> core;
+  rados_ioctx_t io = nullptr;
+  rbd_image_t image = nullptr;
+
+ private:
+  size_t inflight_ = 0;
+  bool closing_ = false;
+  bool closed_ = false;
+  std::function<void(Napi::Env)> pending_close_;
+};
+
+struct EnvData {
+  Tsfn tsfn;
+  size_t pending = 0;
+  Napi::FunctionReference handle_ctor;
+};
+EnvData* GetEnvData(Napi::Env env);
+
+std::string StringArg(const Napi::CallbackInfo& info, size_t i);
+uint64_t Uint64Arg(const Napi::CallbackInfo& info, size_t i);
+
+void RegisterCluster(Napi::Env env, Napi::Object exports);
+void RegisterImage(Napi::Env env, Napi::Object exports);
+void RegisterGroup(Napi::Env env, Napi::Object exports);
+
+}  // namespace vmsnap

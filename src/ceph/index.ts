@@ -1,0 +1,26 @@
+/*
+ * vmsnap's Ceph RBD client: a native addon over librbd/librados (native/, built by
+ * scripts/build-addon.mjs) with a go-ceph-style facade, one topic per file.
+ */
+export { RadosCluster, IoCtx, type ConnectOptions } from './cluster';
+export {
+  RbdError, isNotFound, isExists, isBusy, isInvalid, isTimedOut, isCanceled, isNotEmpty,
+} from './errors';
+export {
+  Image, listImages, createImage, openImage, removeImage, imageExists,
+  type ImageStat, type CreateImageOptions, type OpenImageOptions,
+} from './image';
+export type { SnapInfo } from './snapshot';
+export { cloneImage, type CloneOptions, type ParentSpec, type ChildSpec } from './clone';
+export type { FlattenOptions } from './flatten';
+export type { LongCallOptions } from './long-call';
+export {
+  createGroup, removeGroup, groupImageAdd, groupImageRemove, groupImageList,
+  groupSnapCreate, groupSnapList, groupSnapRemove, type GroupImage, type GroupSnapInfo,
+} from './group';
+export { createNamespace, removeNamespace, namespaceExists } from './namespace';
+export {
+  Snapshotter, type SnapRequest, type SnapshotterOptions, type BoundOptions,
+  type CreateSnapsResult, type RemoveSnapsResult, type SnapFailure,
+} from './snapshotter';
+export { rbdVersion, addonThreadStats } from './version';

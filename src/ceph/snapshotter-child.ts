@@ -1,0 +1,96 @@
+import { RadosCluster, type IoCtx } from './cluster';
+import { RbdError } from './errors';
+import { openImage, type Image } from './image';
+import type { FromChild, SnapOp, SnapRequest, ToChild, WireError } from './snapshotter-protocol';
+
+/*
+ * The snapshotter's child process: keeps one cluster connection open and serves snapshot
+ * requests from its parent (Snapshotter) over IPC. The parent SIGKILLs it when a request
+ * outlives its deadline; with the process, its librados session and any pending lock-break
+ * go away. Exits when the parent disconnects.
+ *
+ * Image handles stay open for `idleCloseMs` after their last use (an 'open' request warms
+ * them before a freeze), so a snapshot inside the freeze window costs the snapshot plus ~1 ms
+ * of IPC, not an rbd_open.
+ */
+
+let cluster: RadosCluster | undefined;
+let idleCloseMs = 5000;
+const ioctxs = new Map<string, Promise<IoCtx>>();
+const images = new Map<string, { image: Promise<Image>; users: number; timer?: NodeJS.Timeout }>();
+
+function send(m: FromChild): void {
+  process.send?.(m);
+}
+
+function toWire(e: unknown): WireError {
+  if (e instanceof RbdError) return { errno: e.errno, call: e.call, message: e.message };
+  return { errno: 5, call: 'snapshotter-child', message: e instanceof Error ? e.message : String(e) };
+}
+
+function ioctxFor(req: SnapRequest): Promise<IoCtx> {
+  const key = `${req.pool}/${req.namespace ?? ''}`;
+  let io = ioctxs.get(key);
+  if (!io) {
+    if (!cluster) return Promise.reject(new Error('not connected'));
+    io = cluster.openIoCtx(req.pool, req.namespace ?? '');
+    io.catch(() => ioctxs.delete(key));
+    ioctxs.set(key, io);
+  }
+  return io;
+}
+
+/** Runs `fn` with a cached handle of the request's image; closes it after idleCloseMs unused. */
+async function withImage<T>(req: SnapRequest, fn: (image: Image) => Promise<T>): Promise<T> {
+  const key = `${req.pool}/${req.namespace ?? ''}/${req.image}`;
+  let entry = images.get(key);
+  if (!entry) {
+    const image = ioctxFor(req).then((io) => openImage(io, req.image));
+    entry = { image, users: 0 };
+    images.set(key, entry);
+    image.catch(() => images.delete(key));
+  }
+  const e = entry;
+  clearTimeout(e.timer);
+  e.users++;
+  try {
+    return await fn(await e.image);
+  } finally {
+    if (--e.users === 0) {
+      e.timer = setTimeout(() => {
+        images.delete(key);
+        void e.image.then((i) => i.close()).catch(() => {});
+      }, idleCloseMs);
+    }
+  }
+}
+
+function serve(op: SnapOp, req: SnapRequest): Promise<boolean | undefined> {
+  if (op === 'ping') return Promise.resolve(true);
+  return withImage(req, async (image) => {
+    if (op === 'create') await image.createSnap(req.snap);
+    else if (op === 'remove') await image.removeSnap(req.snap);
+    else if (op === 'exists') return image.snapExists(req.snap);
+    return undefined;
+  });
+}
+
+process.on('message', (m: ToChild) => {
+  if (m.type === 'init') {
+    idleCloseMs = m.idleCloseMs;
+    RadosCluster.connect(m.options).then(
+      async (c) => {
+        cluster = c;
+        send({ type: 'ready', addrs: await c.addrs() });
+      },
+      (e: unknown) => send({ type: 'fatal', error: toWire(e) }),
+    );
+    return;
+  }
+  serve(m.op, m.req).then(
+    (value) => send({ type: 'result', id: m.id, ok: true, value }),
+    (e: unknown) => send({ type: 'result', id: m.id, ok: false, error: toWire(e) }),
+  );
+});
+
+process.on('disconnect', () => process.exit(0));

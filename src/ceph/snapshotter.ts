@@ -1,0 +1,334 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import type { ConnectOptions, RadosCluster } from './cluster';
+import { RbdError } from './errors';
+import type { FromChild, SnapOp, SnapRequest, ToChild, WireError } from './snapshotter-protocol';
+
+export type { SnapRequest } from './snapshotter-protocol';
+
+/*
+ * Bounded snapshot calls (Ceph 16 hazard: unresponsive lock owner).
+ *
+ * When a VM's qemu holds an image's exclusive lock and stops answering, rbd_snap_create blocks
+ * ~29 s and then breaks qemu's lock and blocklists it: the live guest's disk I/O fails. A thread
+ * inside librbd cannot be cancelled, so snapshots of live disks run in a long-lived child process
+ * with its own cluster connection. When a batch outlives its deadline the child is SIGKILLed:
+ * its librados session disappears before anything breaks the lock, and the next call forks a
+ * new child. A request that was sent but not answered may still be carried out later by the
+ * lock owner when it wakes up (a "late" snapshot): the result lists those requests, and the
+ * caller must look for and remove such snapshots later (removeSnaps).
+ */
+
+export interface SnapshotterOptions extends ConnectOptions {
+  /** Limit for forking the child and connecting it (default 15 s). */
+  startTimeoutMs?: number;
+  /** The child closes an image handle this long after its last use (default 5 s). */
+  idleCloseMs?: number;
+  /**
+   * A connection (in this process) used to blocklist a SIGKILLed child's session right after it
+   * died (rados_blocklist_add). Without it, the dead child's watches on the image headers stay
+   * until osd_client_watch_timeout (30 s), and header updates on those images (the late
+   * snapshot, its removal) wait for them. Harmless to anyone else: the session is dead.
+   */
+  evictWith?: RadosCluster;
+}
+
+export interface BoundOptions {
+  /** Deadline for the whole batch, including a child (re)start when none is running. */
+  timeoutMs: number;
+}
+
+export interface SnapFailure {
+  request: SnapRequest;
+  error: RbdError;
+}
+
+export interface CreateSnapsResult {
+  /** Confirmed created. */
+  created: SnapRequest[];
+  /** Answered with an error (nothing created). */
+  failed: SnapFailure[];
+  /** Sent but unanswered when the deadline hit or the child died: may be created late. */
+  mayCompleteLate: SnapRequest[];
+  /** Not sent: the child was not ready before the deadline. Nothing will happen for these. */
+  notSent: SnapRequest[];
+  timedOut: boolean;
+}
+
+export interface RemoveSnapsResult {
+  removed: SnapRequest[];
+  /** ENOENT: there was no such snapshot. */
+  absent: SnapRequest[];
+  failed: SnapFailure[];
+  mayCompleteLate: SnapRequest[];
+  notSent: SnapRequest[];
+  timedOut: boolean;
+}
+
+type Reply = { ok: true; value?: boolean } | { ok: false; error: RbdError };
+
+interface Child {
+  proc: ChildProcess;
+  addrs?: string;
+  ready: Promise<void>;
+  replies: Map<number, (r: Reply | undefined) => void>;
+  exited: Promise<void>;
+  alive: boolean;
+}
+
+const CHILD_GONE = 'snapshotter-child';
+
+function fromWire(e: WireError): RbdError {
+  return new RbdError(e.errno, e.call);
+}
+
+/** The child entry and how to run it: compiled .js directly, .ts through tsx's require hook. */
+function childCommand(): { file: string; execArgv: string[] } {
+  const ext = path.extname(__filename);
+  const file = path.join(__dirname, `snapshotter-child${ext}`);
+  if (ext !== '.ts') return { file, execArgv: [] };
+  return { file, execArgv: ['--require', createRequire(__filename).resolve('tsx/cjs')] };
+}
+
+export class Snapshotter {
+  private child: Child | undefined;
+  private nextId = 1;
+  private evicting: Promise<void> = Promise.resolve();
+
+  constructor(private readonly options: SnapshotterOptions) {}
+
+  /** The child's pid, when one is running (for tests and logs). */
+  get pid(): number | undefined {
+    return this.child?.alive ? this.child.proc.pid : undefined;
+  }
+
+  /** Forks and connects the child now, so that the first bounded call does not pay for it. */
+  async start(): Promise<void> {
+    await this.ensureChild().ready;
+  }
+
+  /**
+   * rbd_open of each request's image in the child, ahead of a freeze, so that createSnaps inside
+   * the freeze window does not pay for it. Bounded like the other calls; `snap` is ignored.
+   */
+  async prepare(requests: SnapRequest[], o: BoundOptions): Promise<{ opened: SnapRequest[]; failed: SnapFailure[]; timedOut: boolean }> {
+    const r = await this.runBatch('open', requests, o.timeoutMs);
+    return {
+      opened: r.answered.filter((a) => a.reply.ok).map((a) => a.request),
+      failed: r.answered.flatMap((a) => (a.reply.ok ? [] : [{ request: a.request, error: a.reply.error }])),
+      timedOut: r.timedOut,
+    };
+  }
+
+  /**
+   * rbd_snap_create for each request (in parallel, in the child), bounded by `timeoutMs`.
+   * Never rejects for a slow or failing snapshot (see the result); rejects only when the child
+   * cannot start (e.g. rados_connect failed).
+   */
+  async createSnaps(requests: SnapRequest[], o: BoundOptions): Promise<CreateSnapsResult> {
+    const r = await this.runBatch('create', requests, o.timeoutMs);
+    return {
+      created: r.answered.filter((a) => a.reply.ok).map((a) => a.request),
+      failed: r.answered.flatMap((a) => (a.reply.ok ? [] : [{ request: a.request, error: a.reply.error }])),
+      mayCompleteLate: r.unanswered,
+      notSent: r.notSent,
+      timedOut: r.timedOut,
+    };
+  }
+
+  /** rbd_snap_remove for each request, bounded; ENOENT counts as `absent`. */
+  async removeSnaps(requests: SnapRequest[], o: BoundOptions): Promise<RemoveSnapsResult> {
+    const r = await this.runBatch('remove', requests, o.timeoutMs);
+    const isAbsent = (rep: Reply): boolean => !rep.ok && rep.error.code === 'ENOENT';
+    return {
+      removed: r.answered.filter((a) => a.reply.ok).map((a) => a.request),
+      absent: r.answered.filter((a) => isAbsent(a.reply)).map((a) => a.request),
+      failed: r.answered.flatMap((a) =>
+        a.reply.ok || isAbsent(a.reply) ? [] : [{ request: a.request, error: a.reply.error }],
+      ),
+      mayCompleteLate: r.unanswered,
+      notSent: r.notSent,
+      timedOut: r.timedOut,
+    };
+  }
+
+  /** rbd_snap_exists, bounded; rejects with RbdError ETIMEDOUT when the deadline passes. */
+  async snapExists(request: SnapRequest, o: BoundOptions): Promise<boolean> {
+    const r = await this.runBatch('exists', [request], o.timeoutMs);
+    const a = r.answered[0];
+    if (!a) throw new RbdError(r.timedOut ? 110 : 5, 'rbd_snap_exists');
+    if (!a.reply.ok) throw a.reply.error;
+    return a.reply.value === true;
+  }
+
+  /** One IPC round trip to the child (no Ceph call): measures the channel's overhead. */
+  async ping(o: BoundOptions): Promise<void> {
+    const r = await this.runBatch('ping', [{ pool: '', image: '', snap: '' }], o.timeoutMs);
+    if (!r.answered[0]) throw new RbdError(r.timedOut ? 110 : 5, CHILD_GONE);
+  }
+
+  /** Disconnects the child, which then shuts its connection down and exits. */
+  async close(): Promise<void> {
+    await this.evicting;
+    const c = this.child;
+    this.child = undefined;
+    if (!c?.alive) return;
+    c.proc.ref(); // keep the process alive until the child has exited
+    c.proc.disconnect();
+    let timer: NodeJS.Timeout | undefined;
+    const exited = await Promise.race([
+      c.exited.then(() => true),
+      new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), 5000); }),
+    ]);
+    clearTimeout(timer);
+    if (!exited) this.kill(c);
+  }
+
+  private async runBatch(op: SnapOp, requests: SnapRequest[], timeoutMs: number) {
+    const answered: { request: SnapRequest; reply: Reply }[] = [];
+    await this.evicting; // a killed child's session is fenced before anything touches its images
+    const c = this.ensureChild();
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), timeoutMs);
+    });
+    this.ref(c);
+    try {
+      // A child that cannot start (bad conf, auth) rejects here with its RbdError.
+      const ready = await Promise.race([c.ready.then(() => 'ready' as const), deadline]);
+      if (ready === 'timeout') {
+        await this.abandon(c);
+        return { answered, unanswered: [], notSent: requests, timedOut: true };
+      }
+      const pending = new Set<SnapRequest>(requests);
+      const all = Promise.all(
+        requests.map(async (request) => {
+          const reply = await this.send(c, op, request);
+          if (reply) {
+            answered.push({ request, reply });
+            pending.delete(request);
+          }
+        }),
+      );
+      const outcome = await Promise.race([all.then(() => 'done' as const), deadline]);
+      if (outcome === 'timeout') await this.abandon(c);
+      return { answered, unanswered: [...pending], notSent: [], timedOut: outcome === 'timeout' };
+    } finally {
+      clearTimeout(timer);
+      this.unrefIfIdle(c);
+    }
+  }
+
+  /** Sends one request; resolves undefined when the child dies before answering. */
+  private send(c: Child, op: SnapOp, req: SnapRequest): Promise<Reply | undefined> {
+    const id = this.nextId++;
+    return new Promise((resolve) => {
+      if (!c.alive) return resolve(undefined);
+      c.replies.set(id, resolve);
+      const m: ToChild = { type: 'request', id, op, req };
+      c.proc.send(m);
+    });
+  }
+
+  private ensureChild(): Child {
+    if (this.child?.alive) return this.child;
+    const { file, execArgv } = childCommand();
+    const proc = fork(file, [], { execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'json' });
+    const replies = new Map<number, (r: Reply | undefined) => void>();
+    let onReady: () => void = () => {};
+    let onFatal: (e: Error) => void = () => {};
+    const ready = new Promise<void>((resolve, reject) => {
+      onReady = resolve;
+      onFatal = reject;
+    });
+    ready.catch(() => {}); // observed by runBatch/start
+    const child: Child = { proc, ready, replies, alive: true, exited: Promise.resolve() };
+    child.exited = new Promise<void>((resolve) => {
+      proc.once('exit', () => {
+        child.alive = false;
+        onFatal(new RbdError(5, CHILD_GONE));
+        for (const r of replies.values()) r(undefined);
+        replies.clear();
+        if (this.child === child) this.child = undefined;
+        resolve();
+      });
+    });
+    proc.on('message', (m: FromChild) => {
+      if (m.type === 'ready') {
+        child.addrs = m.addrs;
+        onReady();
+      }
+      else if (m.type === 'fatal') {
+        onFatal(fromWire(m.error));
+        this.kill(child);
+      } else {
+        const r = replies.get(m.id);
+        replies.delete(m.id);
+        r?.(m.ok ? { ok: true, value: m.value } : { ok: false, error: fromWire(m.error) });
+      }
+    });
+    proc.on('error', () => this.kill(child));
+    const startTimeout = setTimeout(() => {
+      onFatal(new RbdError(110, CHILD_GONE));
+      this.kill(child);
+    }, this.options.startTimeoutMs ?? 15_000);
+    ready.then(() => clearTimeout(startTimeout), () => clearTimeout(startTimeout));
+    const { startTimeoutMs: _ignored, idleCloseMs = 5000, evictWith: _cluster, ...connect } = this.options;
+    const init: ToChild = { type: 'init', options: connect, idleCloseMs };
+    proc.send(init);
+    this.child = child;
+    return child;
+  }
+
+  /** Sessions of killed children that were blocklisted, and errors doing so (for logs/tests). */
+  readonly evictions: { addrs: string; error?: unknown }[] = [];
+
+  /**
+   * SIGKILL: the child's librados session goes with it, before it can break anyone's lock.
+   * Then, with `evictWith`, fence the dead session so its watches go at once.
+   */
+  private async abandon(c: Child): Promise<void> {
+    this.kill(c);
+    const exited = await Promise.race([c.exited.then(() => true), sleep(2000).then(() => false)]);
+    const cluster = this.options.evictWith;
+    const addrs = c.addrs;
+    if (!exited || !cluster || !addrs) return;
+    // In the background, so the bounded call returns now; the next batch waits for it.
+    const previous = this.evicting;
+    this.evicting = (async () => {
+      await previous;
+      try {
+        await cluster.blocklistAdd(addrs, 3600);
+        this.evictions.push({ addrs });
+      } catch (error) {
+        this.evictions.push({ addrs, error });
+      }
+    })();
+  }
+
+  /** Resolves when the blocklisting of killed children (evictWith) has finished. */
+  settled(): Promise<void> {
+    return this.evicting;
+  }
+
+  private kill(c: Child): void {
+    if (this.child === c) this.child = undefined;
+    if (c.alive) c.proc.kill('SIGKILL');
+  }
+
+  private ref(c: Child): void {
+    c.proc.ref();
+    c.proc.channel?.ref();
+  }
+
+  private unrefIfIdle(c: Child): void {
+    if (c.replies.size > 0 || !c.alive) return;
+    c.proc.unref();
+    c.proc.channel?.unref();
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}

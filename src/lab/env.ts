@@ -1,0 +1,169 @@
+/**
+ * The lab's environment file (`.lab/env`, written by `npm run lab:up`), parsed into a typed object
+ * for tests and benchmarks.
+ *
+ * The file is shell-sourceable: one `export KEY='value'` line per key. The Ceph and Temporal keys
+ * are always there once the lab is up; the libvirt and guest keys only when those components are.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+
+/** Thrown when the lab's env file is missing or lacks a key the caller needs. */
+export class LabNotUpError extends Error {
+  override readonly name = 'LabNotUpError';
+}
+
+export interface LabTemporalEnv {
+  /** `host:port` of the frontend gRPC service, e.g. `127.0.0.1:7233`. */
+  readonly address: string;
+  readonly namespace: string;
+  /** The Web UI, e.g. `http://127.0.0.1:8233`. */
+  readonly uiUrl: string;
+  /** The `temporal` CLI binary the server runs from. */
+  readonly bin: string;
+}
+
+export interface LabCephEnv {
+  /** `-c` argument for the ceph/rbd CLIs and `rados_conf_read_file`. */
+  readonly conf: string;
+  /** Admin client id (`--id`), full rights. */
+  readonly adminId: string;
+  readonly adminKeyring: string;
+  /** Restricted client id: `profile rbd` on the VM and image pools only. */
+  readonly vmsnapId: string;
+  readonly vmsnapKeyring: string;
+  readonly monHost: string;
+  readonly monPort: number;
+}
+
+export interface LabPools {
+  /** VM disks. */
+  readonly vm: string;
+  /** Images (clones' parents, exports). */
+  readonly image: string;
+  /** A pool the restricted client may not touch. */
+  readonly other: string;
+}
+
+export interface LabLibvirtEnv {
+  /** `qemu:///system?socket=...` of the lab's private libvirtd. */
+  readonly uri: string;
+  readonly socket: string;
+}
+
+export interface LabGuestsEnv {
+  readonly oneDisk: string;
+  readonly threeDisk: string;
+  readonly noAgent: string;
+  readonly all: readonly string[];
+  readonly probeDir: string;
+}
+
+export interface LabEnv {
+  /** The lab directory (`.lab`). */
+  readonly dir: string;
+  readonly temporal: LabTemporalEnv;
+  readonly ceph: LabCephEnv;
+  readonly pools: LabPools;
+  /** Absent when the lab runs without the libvirt component. */
+  readonly libvirt?: LabLibvirtEnv;
+  /** Absent when the lab runs without guests. */
+  readonly guests?: LabGuestsEnv;
+  /** Every key of the file, including ones this type does not name. */
+  readonly raw: Readonly<Record<string, string>>;
+}
+
+const LINE = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$/;
+
+/** Parse `export KEY='value'` lines; blank lines and `#` comments are skipped. */
+export function parseEnvFile(text: string): Record<string, string> {
+  const vars: Record<string, string> = {};
+  for (const [index, rawLine] of text.split('\n').entries()) {
+    const line = rawLine.trim();
+    if (line === '' || line.startsWith('#')) continue;
+    const match = LINE.exec(line);
+    if (!match) throw new Error(`lab env line ${index + 1} is not KEY=value: ${line}`);
+    const [, key, value] = match as unknown as [string, string, string];
+    vars[key] = unquote(value);
+  }
+  return vars;
+}
+
+function unquote(value: string): string {
+  const quoted = /^'(.*)'$/.exec(value) ?? /^"(.*)"$/.exec(value);
+  return quoted ? (quoted[1] as string) : value;
+}
+
+/** The default lab directory: `$VMSNAP_LAB_DIR`, else `.lab` in the repository root. */
+export function defaultLabDir(): string {
+  return process.env.VMSNAP_LAB_DIR ?? path.join(repoRoot(), '.lab');
+}
+
+function repoRoot(): string {
+  let dir = __dirname;
+  while (!existsSync(path.join(dir, 'package.json'))) {
+    const parent = path.dirname(dir);
+    if (parent === dir) return process.cwd();
+    dir = parent;
+  }
+  return dir;
+}
+
+/**
+ * Read and type the lab's env file.
+ *
+ * @param dir the lab directory; defaults to {@link defaultLabDir}.
+ * @throws {@link LabNotUpError} when the file is missing or lacks a Ceph/Temporal key.
+ */
+export function loadLabEnv(dir: string = defaultLabDir()): LabEnv {
+  const file = path.join(dir, 'env');
+  if (!existsSync(file)) {
+    throw new LabNotUpError(`lab is not up: run npm run lab:up (no ${file})`);
+  }
+  const raw = parseEnvFile(readFileSync(file, 'utf8'));
+  const need = (key: string): string => {
+    const value = raw[key];
+    if (value === undefined || value === '') {
+      throw new LabNotUpError(`lab is not up: run npm run lab:up (${file} has no ${key})`);
+    }
+    return value;
+  };
+  return {
+    dir,
+    temporal: {
+      address: need('TEMPORAL_ADDRESS'),
+      namespace: need('TEMPORAL_NAMESPACE'),
+      uiUrl: need('TEMPORAL_UI_URL'),
+      bin: need('TEMPORAL_BIN'),
+    },
+    ceph: {
+      conf: need('CEPH_CONF'),
+      adminId: need('CEPH_ID'),
+      adminKeyring: need('CEPH_KEYRING'),
+      vmsnapId: need('CEPH_VMSNAP_ID'),
+      vmsnapKeyring: need('CEPH_VMSNAP_KEYRING'),
+      monHost: need('CEPH_MON_HOST'),
+      monPort: Number(need('CEPH_MON_PORT')),
+    },
+    pools: {
+      vm: need('VMSNAP_VM_POOL'),
+      image: need('VMSNAP_IMAGE_POOL'),
+      other: need('VMSNAP_OTHER_POOL'),
+    },
+    libvirt:
+      raw.LIBVIRT_DEFAULT_URI === undefined
+        ? undefined
+        : { uri: raw.LIBVIRT_DEFAULT_URI, socket: need('LIBVIRT_SOCKET') },
+    guests:
+      raw.VMSNAP_GUESTS === undefined
+        ? undefined
+        : {
+            oneDisk: need('VMSNAP_GUEST_1DISK'),
+            threeDisk: need('VMSNAP_GUEST_3DISK'),
+            noAgent: need('VMSNAP_GUEST_NOAGENT'),
+            all: raw.VMSNAP_GUESTS.split(/\s+/).filter((name) => name !== ''),
+            probeDir: need('VMSNAP_PROBE_DIR'),
+          },
+    raw,
+  };
+}

@@ -1,0 +1,208 @@
+/**
+ * The hand-written facade over libvirt's RPC protocol: one method per libvirt API vmsnap needs,
+ * each one remote procedure. Reconnects transparently after libvirtd restarts (a running QEMU
+ * and its frozen guest outlive libvirtd, so the next call must reach the new daemon); see
+ * connection-pool.ts for that and for why there may be several connections.
+ */
+import net from 'node:net';
+import type { Duplex } from 'node:stream';
+import { resolveEndpoint } from './connect-uri';
+import { isUuid, readDomain, uuidToBytes, writeDomain, type DomainRef } from './domain-ref';
+import { ConnectionPool } from './connection-pool';
+import { LibvirtError } from './errors';
+import { DOMAIN_XML_INACTIVE, LIST_DOMAINS_ACTIVE, QEMU_PROGRAM, QemuProcedure, REMOTE_PROGRAM, RemoteProcedure } from './procedures';
+import type { Dialer } from './transport';
+import { XdrReader, XdrWriter } from './xdr';
+
+export interface LibvirtConnectOptions {
+  /** e.g. `qemu:///system?socket=/path/libvirt-sock`; default `qemu:///system`. */
+  uri?: string;
+  /** Overrides the socket named by `uri`. */
+  socketPath?: string;
+  readOnly?: boolean;
+  /** Client-side limit per call; default 30000. */
+  callTimeoutMs?: number;
+  /** If set, ping libvirtd this often and treat 5 silent intervals as a dead connection. */
+  keepaliveIntervalMs?: number;
+  /** Calls in flight per connection before another is opened; libvirtd's max_client_requests, default 5. */
+  maxCallsPerConnection?: number;
+  /** Upper bound on connections; beyond it calls queue in libvirtd. Default 8. */
+  maxConnections?: number;
+  /** Replaces the unix socket, for tests that replay recorded bytes. */
+  dialer?: Dialer;
+}
+
+export interface CallOptions {
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+export type DomainState = 'nostate' | 'running' | 'blocked' | 'paused' | 'shutdown' | 'shutoff' | 'crashed' | 'pmsuspended';
+
+/** virDomainState, indexed by its numeric value. */
+const DOMAIN_STATES: readonly DomainState[] = ['nostate', 'running', 'blocked', 'paused', 'shutdown', 'shutoff', 'crashed', 'pmsuspended'];
+
+/** Slack over a guest-agent timeout, so libvirt's own agent timeout (86) wins over ours. */
+const AGENT_TIMEOUT_SLACK_MS = 5_000;
+
+type Encode = (w: XdrWriter) => void;
+
+export class LibvirtClient {
+  private readonly callTimeoutMs: number;
+
+  private constructor(private readonly pool: ConnectionPool, callTimeoutMs: number) {
+    this.callTimeoutMs = callTimeoutMs;
+  }
+
+  /** Opens the socket and runs REMOTE_PROC_CONNECT_OPEN (virConnectOpen). */
+  static async connect(options: LibvirtConnectOptions = {}): Promise<LibvirtClient> {
+    const { socketPath, openName } = resolveEndpoint(options);
+    const callTimeoutMs = options.callTimeoutMs ?? 30_000;
+    const pool = new ConnectionPool({
+      dial: options.dialer ?? (() => dialUnix(socketPath)),
+      openName,
+      readOnly: options.readOnly ?? false,
+      callTimeoutMs,
+      keepaliveIntervalMs: options.keepaliveIntervalMs,
+      maxCallsPerConnection: options.maxCallsPerConnection ?? 5,
+      maxConnections: options.maxConnections ?? 8,
+    });
+    await pool.warm();
+    return new LibvirtClient(pool, callTimeoutMs);
+  }
+
+  /** REMOTE_PROC_CONNECT_CLOSE (virConnectClose) on every connection, then closes them. Pending calls fail. */
+  close(): Promise<void> {
+    return this.pool.close();
+  }
+
+  /** REMOTE_PROC_DOMAIN_LOOKUP_BY_NAME (virDomainLookupByName). */
+  async lookupDomainByName(name: string, opts?: CallOptions): Promise<DomainRef> {
+    const r = await this.remote(RemoteProcedure.DOMAIN_LOOKUP_BY_NAME, (w) => w.string(name), opts);
+    return readDomain(r);
+  }
+
+  /** REMOTE_PROC_DOMAIN_LOOKUP_BY_UUID (virDomainLookupByUUID). */
+  async lookupDomainByUuid(uuid: string, opts?: CallOptions): Promise<DomainRef> {
+    const bytes = uuidToBytes(uuid);
+    const r = await this.remote(RemoteProcedure.DOMAIN_LOOKUP_BY_UUID, (w) => w.fixedOpaque(bytes), opts);
+    return readDomain(r);
+  }
+
+  /** By UUID when the string is UUID-shaped, else by name. */
+  lookupDomain(nameOrUuid: string, opts?: CallOptions): Promise<DomainRef> {
+    return isUuid(nameOrUuid) ? this.lookupDomainByUuid(nameOrUuid, opts) : this.lookupDomainByName(nameOrUuid, opts);
+  }
+
+  /** REMOTE_PROC_CONNECT_LIST_ALL_DOMAINS (virConnectListAllDomains, VIR_CONNECT_LIST_DOMAINS_ACTIVE). */
+  async listDomains(opts?: CallOptions): Promise<DomainRef[]> {
+    const r = await this.remote(RemoteProcedure.CONNECT_LIST_ALL_DOMAINS, (w) => w.int(1).uint(LIST_DOMAINS_ACTIVE), opts);
+    const domains = r.array(readDomain, 16_384);
+    r.uint(); // count, equal to domains.length
+    return domains;
+  }
+
+  /** REMOTE_PROC_DOMAIN_GET_STATE (virDomainGetState). `reason` is the state-specific reason enum. */
+  async getDomainState(dom: DomainRef, opts?: CallOptions): Promise<{ state: DomainState; reason: number }> {
+    const r = await this.remote(RemoteProcedure.DOMAIN_GET_STATE, (w) => (writeDomain(w, dom), w.uint(0)), opts);
+    const code = r.int();
+    const reason = r.int();
+    return { state: DOMAIN_STATES[code] ?? 'nostate', reason };
+  }
+
+  /** REMOTE_PROC_DOMAIN_GET_XML_DESC (virDomainGetXMLDesc); `inactive` = VIR_DOMAIN_XML_INACTIVE. */
+  async getDomainXml(dom: DomainRef, opts?: CallOptions & { inactive?: boolean }): Promise<string> {
+    const flags = opts?.inactive ? DOMAIN_XML_INACTIVE : 0;
+    const r = await this.remote(RemoteProcedure.DOMAIN_GET_XML_DESC, (w) => (writeDomain(w, dom), w.uint(flags)), opts);
+    return r.string();
+  }
+
+  /**
+   * REMOTE_PROC_DOMAIN_FSFREEZE (virDomainFSFreeze): freezes all (or the given) guest filesystems
+   * and returns how many froze. 0 means nothing froze, e.g. an unknown mountpoint.
+   */
+  async fsFreeze(dom: DomainRef, mountpoints: string[] = [], opts?: CallOptions): Promise<number> {
+    const r = await this.remote(RemoteProcedure.DOMAIN_FSFREEZE, (w) => encodeMountpoints(w, dom, mountpoints), opts);
+    return r.int();
+  }
+
+  /** REMOTE_PROC_DOMAIN_FSTHAW (virDomainFSThaw): returns how many filesystems thawed (0 if none were frozen). */
+  async fsThaw(dom: DomainRef, mountpoints: string[] = [], opts?: CallOptions): Promise<number> {
+    const r = await this.remote(RemoteProcedure.DOMAIN_FSTHAW, (w) => encodeMountpoints(w, dom, mountpoints), opts);
+    return r.int();
+  }
+
+  /**
+   * REMOTE_PROC_DOMAIN_AGENT_SET_RESPONSE_TIMEOUT (virDomainAgentSetResponseTimeout): how long
+   * libvirtd waits for qemu-ga on agent-backed calls such as FSFreeze. -2 blocks forever (the
+   * libvirt 9.0 default), -1 is libvirt's default, 0 does not wait, >0 is seconds.
+   */
+  async setAgentResponseTimeout(dom: DomainRef, seconds: number, opts?: CallOptions): Promise<void> {
+    const r = await this.remote(RemoteProcedure.DOMAIN_AGENT_SET_RESPONSE_TIMEOUT, (w) => (writeDomain(w, dom), w.int(seconds).uint(0)), opts);
+    r.int(); // result, always 0 on success
+  }
+
+  /**
+   * QEMU_PROC_DOMAIN_AGENT_COMMAND (virDomainQemuAgentCommand): sends one qemu-ga JSON command and
+   * returns the reply's `return` member. `timeoutSec` is libvirt's agent timeout (-2/-1/0/>0).
+   */
+  async qemuAgentCommand(dom: DomainRef, command: string | object, timeoutSec: number, opts?: CallOptions): Promise<unknown> {
+    const cmd = typeof command === 'string' ? command : JSON.stringify(command);
+    const timeoutMs = opts?.timeoutMs ?? (timeoutSec > 0 ? Math.max(this.callTimeoutMs, timeoutSec * 1000 + AGENT_TIMEOUT_SLACK_MS) : undefined);
+    const r = await this.call(
+      QEMU_PROGRAM,
+      QemuProcedure.DOMAIN_AGENT_COMMAND,
+      (w) => (writeDomain(w, dom), w.string(cmd).int(timeoutSec).uint(0)),
+      { ...opts, timeoutMs },
+    );
+    const reply = r.optionalString();
+    if (reply === null) return undefined;
+    return (JSON.parse(reply) as { return?: unknown }).return;
+  }
+
+  /** qemu-ga `guest-ping` through {@link qemuAgentCommand}: resolves when the agent answers. */
+  async guestPing(dom: DomainRef, timeoutSec = 5, opts?: CallOptions): Promise<void> {
+    await this.qemuAgentCommand(dom, { execute: 'guest-ping' }, timeoutSec, opts);
+  }
+
+  /** qemu-ga `guest-fsfreeze-status`: the agent's own view, the ground truth after an ambiguous freeze. */
+  async fsFreezeStatus(dom: DomainRef, timeoutSec = 5, opts?: CallOptions): Promise<'thawed' | 'frozen'> {
+    const status = await this.qemuAgentCommand(dom, { execute: 'guest-fsfreeze-status' }, timeoutSec, opts);
+    if (status !== 'thawed' && status !== 'frozen') {
+      throw new LibvirtError({ code: 1, domain: 0, level: 2, message: `unexpected guest-fsfreeze-status reply: ${JSON.stringify(status)}`, procedure: 'QEMU_PROC_DOMAIN_AGENT_COMMAND' });
+    }
+    return status;
+  }
+
+  private remote(procedure: number, encode: Encode | undefined, opts?: CallOptions): Promise<XdrReader> {
+    return this.call(REMOTE_PROGRAM, procedure, encode, opts);
+  }
+
+  private async call(program: number, procedure: number, encode: Encode | undefined, opts?: CallOptions): Promise<XdrReader> {
+    let payload: Buffer | undefined;
+    if (encode) {
+      const w = new XdrWriter();
+      encode(w);
+      payload = w.toBuffer();
+    }
+    const reply = await this.pool.call({ program, procedure, payload, timeoutMs: opts?.timeoutMs ?? this.callTimeoutMs, signal: opts?.signal });
+    return new XdrReader(reply);
+  }
+}
+
+function encodeMountpoints(w: XdrWriter, dom: DomainRef, mountpoints: string[]): void {
+  writeDomain(w, dom);
+  w.array(mountpoints, (ww, m) => ww.string(m));
+  w.uint(0);
+}
+
+function dialUnix(path: string): Promise<Duplex> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect({ path });
+    socket.once('connect', () => {
+      socket.removeListener('error', reject);
+      resolve(socket);
+    });
+    socket.once('error', reject);
+  });
+}

@@ -1,0 +1,95 @@
+/**
+ * Reads what vmsnap needs from a domain's XML (virDomainGetXMLDesc): its disks, with the Ceph
+ * RBD pool/image, monitors, ceph.conf and auth of network disks, and whether the QEMU guest
+ * agent channel exists (without it, freeze is impossible and libvirt answers error 74).
+ */
+import { child, children, parseXml, type XmlElement } from './xml-tree';
+
+export interface RbdSource {
+  pool: string;
+  image: string;
+  namespace?: string;
+  snapshot?: string;
+  hosts: { name: string; port?: number }[];
+  configFile?: string;
+  authUsername?: string;
+  secretUuid?: string;
+}
+
+export interface DomainDisk {
+  /** Guest device name, e.g. `vda`. */
+  target: string;
+  bus?: string;
+  device: 'disk' | 'cdrom' | 'floppy' | 'lun';
+  /** The disk's `type` attribute: `network`, `file`, `block`, `volume`, ... */
+  type: string;
+  readonly: boolean;
+  rbd?: RbdSource;
+  sourceFile?: string;
+  sourceDev?: string;
+}
+
+export interface DomainInfo {
+  name: string;
+  uuid: string;
+  disks: DomainDisk[];
+  hasAgentChannel: boolean;
+}
+
+const AGENT_CHANNEL = 'org.qemu.guest_agent.0';
+const DEVICES = new Set(['disk', 'cdrom', 'floppy', 'lun']);
+
+export function parseDomainXml(xml: string): DomainInfo {
+  const domain = parseXml(xml);
+  if (domain.name !== 'domain') throw new Error(`expected <domain>, got <${domain.name}>`);
+  const devices = child(domain, 'devices');
+  return {
+    name: child(domain, 'name')?.text.trim() ?? '',
+    uuid: child(domain, 'uuid')?.text.trim().toLowerCase() ?? '',
+    disks: children(devices, 'disk').map(readDisk),
+    hasAgentChannel: children(devices, 'channel').some((c) => child(c, 'target')?.attrs.name === AGENT_CHANNEL),
+  };
+}
+
+function readDisk(disk: XmlElement): DomainDisk {
+  const target = child(disk, 'target');
+  const source = child(disk, 'source');
+  const device = disk.attrs.device ?? 'disk';
+  const out: DomainDisk = {
+    target: target?.attrs.dev ?? '',
+    device: (DEVICES.has(device) ? device : 'disk') as DomainDisk['device'],
+    type: disk.attrs.type ?? 'file',
+    readonly: child(disk, 'readonly') !== undefined,
+  };
+  if (target?.attrs.bus) out.bus = target.attrs.bus;
+  if (source?.attrs.file) out.sourceFile = source.attrs.file;
+  if (source?.attrs.dev) out.sourceDev = source.attrs.dev;
+  if (disk.attrs.type === 'network' && source?.attrs.protocol === 'rbd') out.rbd = readRbd(disk, source);
+  return out;
+}
+
+/** `name` is `pool/image` or `pool/namespace/image`, optionally `@snapshot` (older libvirt). */
+function readRbd(disk: XmlElement, source: XmlElement): RbdSource {
+  const [path, atSnapshot] = (source.attrs.name ?? '').split('@', 2);
+  const parts = path.split('/');
+  const rbd: RbdSource = {
+    pool: parts[0] ?? '',
+    image: parts[parts.length - 1] ?? '',
+    hosts: children(source, 'host').map((h) => {
+      const host: { name: string; port?: number } = { name: h.attrs.name ?? '' };
+      if (h.attrs.port !== undefined) host.port = Number(h.attrs.port);
+      return host;
+    }),
+  };
+  if (parts.length >= 3) rbd.namespace = parts.slice(1, -1).join('/');
+  const snapshot = child(source, 'snapshot')?.attrs.name ?? atSnapshot;
+  if (snapshot) rbd.snapshot = snapshot;
+  const configFile = child(source, 'config')?.attrs.file;
+  if (configFile) rbd.configFile = configFile;
+  // <auth> moved from <disk> into <source> in libvirt 3.9; both forms are accepted.
+  const auth = child(source, 'auth') ?? child(disk, 'auth');
+  if (auth?.attrs.username) rbd.authUsername = auth.attrs.username;
+  const secretUuid = child(auth, 'secret')?.attrs.uuid;
+  if (secretUuid) rbd.secretUuid = secretUuid;
+  return rbd;
+}

@@ -1,0 +1,17 @@
+/** vmsnap's libvirt adapter: a client of libvirt's RPC protocol plus a domain-XML reader. */
+export { LibvirtClient, type CallOptions, type DomainState, type LibvirtConnectOptions } from './client';
+export type { DomainRef } from './domain-ref';
+export {
+  ErrorCode,
+  ErrorDomain,
+  LibvirtConnectionError,
+  LibvirtError,
+  LibvirtTimeoutError,
+  isAgentNotConfigured,
+  isAgentUnresponsive,
+  isFrozenState,
+  isInvalidState,
+  isNoDomain,
+} from './errors';
+export type { Dialer } from './transport';
+export { parseDomainXml, type DomainDisk, type DomainInfo, type RbdSource } from './domain-xml';

@@ -1,0 +1,358 @@
+import { execFile } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client, Connection } from '@temporalio/client';
+import type { WorkflowHandle } from '@temporalio/client';
+import type { SnapshotRequest } from '../../src/model/input';
+import type { SnapshotResult } from '../../src/model/types';
+import { longestGap, readTicks } from '../../src/lab/probe';
+import { CephView } from '../helpers/ceph-inspect';
+import { ensureThawed, freezeStatus } from '../helpers/guest';
+import { labVars, need } from '../helpers/lab';
+import { sleep, WorkerProcess } from '../helpers/worker-process';
+import { uniqueId } from '../helpers/harness';
+
+/*
+ * No guest stays frozen, whatever dies. Each cell runs the real workflow on a lab guest with the
+ * freeze probe running, injects one fault at a stated moment, lets the system recover (restarting
+ * what was killed, as a supervisor would), then checks on the real system: the guest is thawed,
+ * the probe saw it frozen no longer than the deadline + 2 s, no snapshot or clone is left that no
+ * workflow owns, and the workflow's final state tells the truth.
+ */
+
+const run = promisify(execFile);
+const ROOT = path.resolve(__dirname, '../..');
+const DEADLINE_MS = 8000;
+const RUNS = Number(process.env.VMSNAP_FAULT_RUNS ?? '1');
+
+const vars = labVars();
+const ceph = new CephView(vars);
+const guest = need(vars, 'VMSNAP_GUEST_1DISK');
+let client: Client;
+const table: Row[] = [];
+
+interface Row {
+  cell: string;
+  runs: number;
+  maxFrozenS: number;
+  thawedBy: string;
+  leftovers: number;
+  status: string;
+  pass: boolean;
+}
+
+const baseInput = (extra: Partial<SnapshotRequest> = {}): SnapshotRequest => ({
+  domain: guest,
+  quiesce: 'require',
+  freezeDeadlineMs: DEADLINE_MS,
+  agentTimeoutSec: 3,
+  snapshotTimeoutMs: 5000,
+  lateSnapshotWatchMs: 8000,
+  verify: true,
+  ...extra,
+});
+
+beforeAll(async () => {
+  client = new Client({ connection: await Connection.connect({ address: need(vars, 'TEMPORAL_ADDRESS') }) });
+});
+
+afterAll(async () => {
+  await ensureThawed(vars, guest);
+  await client?.connection.close();
+  const lines = [
+    'cell                                          runs  max frozen s  thawed by                 leftovers  final state   result',
+    ...table.map(
+      (r) =>
+        `${r.cell.padEnd(46)}${String(r.runs).padEnd(6)}${r.maxFrozenS.toFixed(2).padEnd(14)}${r.thawedBy.padEnd(26)}${String(r.leftovers).padEnd(11)}${r.status.padEnd(14)}${r.pass ? 'pass' : 'FAIL'}`,
+    ),
+  ];
+  process.stdout.write(`\nfault-injection table\n${lines.join('\n')}\n`);
+  mkdirSync(path.join(ROOT, 'test-artifacts'), { recursive: true });
+  writeFileSync(path.join(ROOT, 'test-artifacts/faults-table.json'), JSON.stringify(table, null, 2));
+});
+
+async function lab(script: string, ...args: string[]): Promise<void> {
+  await run('bash', [path.join(ROOT, 'lab', script), ...args], { timeout: 120_000 });
+}
+
+async function guestCtl(...args: string[]): Promise<void> {
+  await run('bash', [path.join(ROOT, 'lab/guest-ctl.sh'), guest, ...args], { timeout: 30_000 });
+}
+
+async function qemuPid(): Promise<number> {
+  const { stdout } = await run('pgrep', ['-f', `guest=${guest},`]);
+  return Number(stdout.trim().split('\n')[0]);
+}
+
+async function waitThawed(timeoutMs: number): Promise<number> {
+  const t0 = Date.now();
+  while (Date.now() - t0 < timeoutMs) {
+    if ((await freezeStatus(vars, guest).catch(() => 'unknown')) === 'thawed') return Date.now();
+    await sleep(200);
+  }
+  throw new Error(`${guest} still not thawed after ${timeoutMs} ms`);
+}
+
+async function outcome(handle: WorkflowHandle): Promise<{ status: string; result?: SnapshotResult; failure?: string }> {
+  try {
+    const result = (await handle.result()) as SnapshotResult;
+    return { status: 'COMPLETED', result };
+  } catch {
+    const d = await handle.describe();
+    const history = await handle.fetchHistory();
+    const last = history.events?.at(-1);
+    const failure = last?.workflowExecutionFailedEventAttributes?.failure;
+    let type = failure?.applicationFailureInfo?.type ?? undefined;
+    let c = failure?.cause;
+    while (!type && c) {
+      type = c.applicationFailureInfo?.type ?? undefined;
+      c = c.cause;
+    }
+    return { status: d.status.name, failure: type ?? failure?.message ?? undefined };
+  }
+}
+
+/** Snapshots and clones of this run's names left behind, plus any unowned vmsnap snapshot. */
+async function leftovers(workflowId: string, completed: SnapshotResult | undefined): Promise<string[]> {
+  const out: string[] = [];
+  for (const img of (await ceph.images('vms')).filter((i) => i.startsWith(`${guest}-`))) {
+    for (const s of await ceph.vmsnapSnaps('vms', img)) out.push(`vms/${img}@${s}`);
+  }
+  const mine = (await ceph.images('images')).filter((i) => i.includes(workflowId));
+  const owned = new Set((completed?.disks ?? []).map((d) => d.image?.split('/')[1]));
+  for (const img of mine) if (!owned.has(img)) out.push(`images/${img}`);
+  return out;
+}
+
+async function removeResult(r: SnapshotResult | undefined): Promise<void> {
+  for (const d of r?.disks ?? []) if (d.image) await ceph.removeImage('images', d.image.split('/')[1]);
+}
+
+interface CellRun {
+  status: string;
+  failure?: string;
+  result?: SnapshotResult;
+  frozenMs: number;
+  layers: string[];
+  leftovers: string[];
+}
+
+/**
+ * One cell run: start a worker (with fault points), start the workflow, inject, recover, then
+ * measure. `inject` gets the worker and handle and returns when the fault is over.
+ */
+async function cellRun(
+  opts: { points?: string[]; pauseMs?: number; input?: Partial<SnapshotRequest>; workflowId?: string },
+  inject: (w: WorkerProcess, handle: WorkflowHandle) => Promise<void>,
+): Promise<CellRun> {
+  const w = new WorkerProcess(vars, `fault-${uniqueId('h').slice(2)}`);
+  await w.start({ points: opts.points, pauseMs: opts.pauseMs });
+  const since = Date.now();
+  const workflowId = opts.workflowId ?? uniqueId('fault');
+  try {
+    const handle = await client.workflow.start('consistentSnapshot', {
+      taskQueue: w.taskQueue,
+      workflowId,
+      args: [baseInput(opts.input)],
+      workflowExecutionTimeout: '5m',
+    });
+    await inject(w, handle);
+    const o = await outcome(handle);
+    await waitThawed(DEADLINE_MS + 2000);
+    // Let the sweeper/reconcile log their view of journaled freezes before reading the logs.
+    await sleep(1500);
+    const until = Date.now();
+    const ticks = await readTicks(guest, since - 1000);
+    const gap = longestGap(ticks, since, until);
+    const left = await leftovers(workflowId, o.result);
+    await removeResult(o.result);
+    return { ...o, frozenMs: gap?.ms ?? 0, layers: [...new Set(w.layers())], leftovers: left };
+  } finally {
+    // A cell that failed early must not leave its run holding the domain lock for the next cell.
+    await client.workflow.getHandle(workflowId).terminate('fault cell cleanup').catch(() => undefined);
+    await w.stop();
+    await ensureThawed(vars, guest);
+  }
+}
+
+async function cell(name: string, expectStatus: (r: CellRun) => void, once: () => Promise<CellRun>): Promise<void> {
+  const runs: CellRun[] = [];
+  let pass = false;
+  try {
+    for (let i = 0; i < RUNS; i++) {
+      const r = await once();
+      runs.push(r);
+      expect(await freezeStatus(vars, guest)).toBe('thawed');
+      expect(r.frozenMs, `probe saw the guest stalled ${r.frozenMs} ms`).toBeLessThanOrEqual(DEADLINE_MS + 2000);
+      expect(r.leftovers).toEqual([]);
+      expectStatus(r);
+    }
+    pass = true;
+  } finally {
+    table.push({
+      cell: name,
+      runs: runs.length,
+      maxFrozenS: Math.max(0, ...runs.map((r) => r.frozenMs)) / 1000,
+      thawedBy: [...new Set(runs.flatMap((r) => r.layers))].join(',') || '-',
+      leftovers: runs.reduce((n, r) => n + r.leftovers.length, 0),
+      status: [...new Set(runs.map((r) => (r.failure ? `${r.status}:${r.failure}` : r.status)))].join(','),
+      pass,
+    });
+  }
+}
+
+const completedQuiesced = (r: CellRun) => {
+  expect(r.status).toBe('COMPLETED');
+  expect(r.result!.quiesced).toBe(true);
+};
+const completedOrFailed = (r: CellRun) => {
+  expect(['COMPLETED', 'FAILED']).toContain(r.status);
+  if (r.result) expect(r.result.disks.every((d) => !!d.sha256)).toBe(true);
+};
+
+describe('fault injection: no guest stays frozen', () => {
+  it('worker SIGKILL while the freeze call is in flight', () =>
+    cell('worker SIGKILL: freeze call in flight', completedOrFailed, () =>
+      cellRun({ points: ['freeze:before-call'], pauseMs: 1500 }, async (w) => {
+        await w.reached('freeze:before-call');
+        await guestCtl('hang-agent');
+        await sleep(2000); // the freeze call is now waiting on the hung agent
+        await w.kill();
+        await guestCtl('resume-agent'); // the queued freeze lands now, with no worker alive
+        await sleep(500);
+        await w.start();
+      }),
+    ));
+
+  it('worker SIGKILL after freeze, before the snapshot (guard thaws, no worker running)', () =>
+    cell('worker SIGKILL: after freeze, before snapshot', completedOrFailed, () =>
+      cellRun({ points: ['freeze:after'] }, async (w) => {
+        await w.reached('freeze:after');
+        await w.kill();
+        // Nothing of vmsnap's is running now but the watchdog: it must thaw by the deadline.
+        await waitThawed(DEADLINE_MS + 2000);
+        await w.start();
+      }),
+    ));
+
+  it('worker SIGKILL after the snapshot, before thaw (restart reconciles)', () =>
+    cell('worker SIGKILL: after snapshot, before thaw', completedOrFailed, () =>
+      cellRun({ points: ['snapshot:after'] }, async (w) => {
+        await w.reached('snapshot:after');
+        await w.kill();
+        await w.start();
+      }),
+    ));
+
+  it('worker SIGKILL during flatten: a fresh clone, content equal to the source snapshot', () =>
+    cell('worker SIGKILL: during flatten', completedQuiesced, () =>
+      cellRun({ points: ['flatten:progress'], pauseMs: 0 }, async (w) => {
+        await w.reached('flatten:progress');
+        await w.kill();
+        await w.start();
+      }),
+    ));
+
+  it('workflow terminated while the guest is frozen', () =>
+    cell('workflow terminated while frozen', (r) => expect(r.status).toBe('TERMINATED'), () =>
+      cellRun({ points: ['freeze:after'], pauseMs: DEADLINE_MS + 3000 }, async (w, handle) => {
+        await w.reached('freeze:after');
+        await handle.terminate('fault suite');
+        await waitThawed(DEADLINE_MS + 2000);
+      }),
+    ));
+
+  it('workflow cancelled while the guest is frozen', () =>
+    cell('workflow cancelled while frozen', (r) => expect(r.status).toBe('CANCELLED'), () =>
+      cellRun({ points: ['freeze:after'], pauseMs: 2500 }, async (w, handle) => {
+        await w.reached('freeze:after');
+        await handle.cancel();
+      }),
+    ));
+
+  it('libvirtd killed while frozen, then restarted', () =>
+    cell('libvirtd killed while frozen (restarted)', completedOrFailed, () =>
+      cellRun({ points: ['freeze:after'], pauseMs: 2500 }, async (w) => {
+        await w.reached('freeze:after');
+        await lab('libvirt.sh', 'kill');
+        await lab('libvirt.sh', 'start');
+      }),
+    ));
+
+  it('qemu-ga hung during the freeze call, resumed after the agent timeout', () =>
+    cell('qemu-ga hung during freeze (resumed later)', (r) => expect(r.status).toBe('FAILED'), () =>
+      cellRun({ points: ['freeze:before-call'], pauseMs: 1500 }, async (w) => {
+        await w.reached('freeze:before-call');
+        await guestCtl('hang-agent');
+        await sleep(3000 + 2500); // past the 3 s agent timeout
+        await guestCtl('resume-agent');
+      }),
+    ));
+
+  it('slow fsfreeze hook: the freeze takes longer than the agent timeout', async () => {
+    try {
+      await cell('slow fsfreeze hook (> agent timeout)', (r) => expect(r.status).toBe('FAILED'), async () => {
+        await guestCtl('slow-freeze', '5');
+        return cellRun({}, async () => undefined);
+      });
+    } finally {
+      await guestCtl('slow-freeze', '0');
+    }
+  });
+
+  it('Ceph OSD stopped during the snapshot, restarted later', () =>
+    cell('Ceph OSD stopped during snapshot', (r) => expect(r.status).toBe('FAILED'), () =>
+      cellRun({ points: ['freeze:after'], pauseMs: 1000 }, async (w) => {
+        await w.reached('freeze:after');
+        await lab('ceph.sh', 'stop-osd');
+        await sleep(8000);
+        await lab('ceph.sh', 'start-osd');
+      }),
+    ));
+
+  it('Temporal server killed mid-run and restarted', () =>
+    cell('Temporal server killed mid-run (restarted)', completedOrFailed, () =>
+      cellRun({ points: ['freeze:after'], pauseMs: 1500 }, async (w) => {
+        await w.reached('freeze:after');
+        await lab('temporal.sh', 'stop');
+        await sleep(3000);
+        await lab('temporal.sh', 'start');
+      }),
+    ));
+
+  it('qemu SIGSTOPped during the snapshot: bounded, no lock break, late snapshot removed', () =>
+    cell('qemu SIGSTOP during snapshot (lock owner hung)', (r) => expect(r.status).toBe('FAILED'), () =>
+      cellRun({ points: ['freeze:after'], pauseMs: 500 }, async (w) => {
+        await w.reached('freeze:after');
+        const pid = await qemuPid();
+        process.kill(pid, 'SIGSTOP');
+        try {
+          await sleep(6000); // past the 5 s snapshot bound, well before librbd's ~29 s lock break
+        } finally {
+          process.kill(pid, 'SIGCONT');
+        }
+        await sleep(10_000); // the late-snapshot watch runs now
+        // The VM's disk still works: the probe keeps ticking after the resume.
+        const after = Date.now();
+        await sleep(2000);
+        expect((await readTicks(guest, after)).length).toBeGreaterThan(3);
+        const { stdout } = await run('ceph', ['-c', need(vars, 'CEPH_CONF'), '--id', 'admin', 'osd', 'blocklist', 'ls']);
+        expect(stdout.trim()).toBe('');
+      }),
+    ));
+
+  it('operator cancel during flatten, then retry of the same id: content equals the source', async () => {
+    const workflowId = uniqueId('cancel-retry');
+    await cell('cancel during flatten, then retry', completedQuiesced, async () => {
+      const first = await cellRun({ points: ['flatten:progress'], pauseMs: 0, workflowId }, async (w, handle) => {
+        await w.reached('flatten:progress');
+        await handle.cancel();
+      });
+      expect(first.status).toBe('CANCELLED');
+      expect(first.leftovers).toEqual([]);
+      return cellRun({ workflowId }, async () => undefined);
+    });
+  });
+});

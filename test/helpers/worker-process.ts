@@ -1,0 +1,110 @@
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { need } from './lab';
+
+const ROOT = path.resolve(__dirname, '../..');
+
+/**
+ * A host worker as its own process (`vmsnap worker`), so the fault suite can SIGKILL it and
+ * restart it as a supervisor would. Its state dir (freeze journal) survives restarts.
+ */
+export class WorkerProcess {
+  readonly stateDir = mkdtempSync(path.join(os.tmpdir(), 'vmsnap-faults-'));
+  readonly faultDir = path.join(this.stateDir, 'faults');
+  private proc?: ChildProcess;
+  private exited?: Promise<void>;
+  readonly logs: string[] = [];
+
+  constructor(
+    private readonly vars: Record<string, string>,
+    readonly host: string,
+  ) {
+    mkdirSync(this.faultDir, { recursive: true });
+  }
+
+  get taskQueue(): string {
+    return `vmsnap-${this.host}`;
+  }
+
+  /** Starts the worker; resolves once it logged "worker started". */
+  async start(fault: { points?: string[]; pauseMs?: number } = {}): Promise<void> {
+    rmSync(this.faultDir, { recursive: true, force: true });
+    mkdirSync(this.faultDir, { recursive: true });
+    const env = {
+      ...process.env,
+      VMSNAP_TEMPORAL_ADDRESS: need(this.vars, 'TEMPORAL_ADDRESS'),
+      VMSNAP_LIBVIRT_URI: need(this.vars, 'LIBVIRT_DEFAULT_URI'),
+      VMSNAP_CEPH_CONF: need(this.vars, 'CEPH_CONF'),
+      VMSNAP_CEPH_ID: this.vars.CEPH_VMSNAP_ID ?? 'admin',
+      VMSNAP_CEPH_KEYRING: this.vars.CEPH_VMSNAP_KEYRING ?? need(this.vars, 'CEPH_KEYRING'),
+      VMSNAP_HOST: this.host,
+      VMSNAP_STATE_DIR: this.stateDir,
+      VMSNAP_METRICS_PORT: '0',
+      VMSNAP_SWEEP_INTERVAL_MS: '1000',
+      VMSNAP_FAULT_DIR: this.faultDir,
+      VMSNAP_FAULT_POINTS: (fault.points ?? []).join(','),
+      ...(fault.pauseMs !== undefined ? { VMSNAP_FAULT_PAUSE_MS: String(fault.pauseMs) } : { VMSNAP_FAULT_PAUSE_MS: '' }),
+    };
+    const proc = spawn(process.execPath, [path.join(ROOT, 'bin/vmsnap.js'), 'worker'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.proc = proc;
+    this.exited = new Promise((r) => proc.once('exit', () => r()));
+    let started!: () => void;
+    const ready = new Promise<void>((r) => (started = r));
+    const onData = (b: Buffer) => {
+      const text = b.toString();
+      this.logs.push(text);
+      if (text.includes('"worker started"')) started();
+    };
+    proc.stdout!.on('data', onData);
+    proc.stderr!.on('data', onData);
+    await Promise.race([
+      ready,
+      this.exited.then(() => {
+        throw new Error(`worker exited during start:\n${this.logs.join('').slice(-3000)}`);
+      }),
+      sleep(60_000).then(() => {
+        throw new Error(`worker did not start in 60 s:\n${this.logs.join('').slice(-3000)}`);
+      }),
+    ]);
+  }
+
+  /** SIGKILL: no shutdown hooks, no compensation, like a host crash of the process. */
+  async kill(): Promise<void> {
+    this.proc?.kill('SIGKILL');
+    await this.exited;
+  }
+
+  async stop(): Promise<void> {
+    if (!this.proc || this.proc.exitCode !== null) return;
+    this.proc.kill('SIGTERM');
+    await Promise.race([this.exited, sleep(40_000).then(() => this.kill())]);
+  }
+
+  /** Waits until the worker reaches a fault point (its marker file appears). */
+  async reached(point: string, timeoutMs = 60_000): Promise<number> {
+    const file = path.join(this.faultDir, point.replace(':', '_'));
+    const until = Date.now() + timeoutMs;
+    while (Date.now() < until) {
+      if (existsSync(file)) return Number(readFileSync(file, 'utf8'));
+      await sleep(20);
+    }
+    throw new Error(`worker never reached fault point ${point}:\n${this.logs.join('').slice(-3000)}`);
+  }
+
+  /** Thaw layers the worker logged (compensation/workflow from activities, reconcile/sweeper/guard). */
+  layers(): string[] {
+    const out: string[] = [];
+    for (const line of this.logs.join('').split('\n')) {
+      const m = /"layer":"([a-z]+)"/.exec(line);
+      if (m && m[1] !== 'none') out.push(m[1]);
+    }
+    return out;
+  }
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

@@ -1,0 +1,247 @@
+import { execFileSync, fork, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Snapshotter, createImage, isBusy, openImage, removeImage, type IoCtx, type RadosCluster, type SnapRequest } from '../../src/ceph';
+import { addonPath } from '../../src/ceph/native';
+import { Cleanups, cephTestEnv, cliArgs, testCluster, testNamespace, uniqueName, type CephTestEnv } from '../../src/ceph/testing';
+
+const env = cephTestEnv();
+const MiB = 1 << 20;
+
+/**
+ * Stands in for a VM's qemu: opens the image read-write and writes, which takes the exclusive
+ * lock, then writes again on request. Plain JS over the addon, run as its own process.
+ */
+const HOLDER_JS = `
+const a = require(process.env.ADDON);
+const [conf, id, keyring, pool, ns, image] = JSON.parse(process.env.HOLDER);
+(async () => {
+  const c = await a.connect(conf, id, keyring, 10);
+  const io = await a.ioctxCreate(c, pool, ns);
+  const img = await a.openImage(io, image, null, false);
+  await a.write(img, 0, Buffer.alloc(4096, 1));
+  process.send({ type: 'ready', addrs: await a.getAddrs(c) });
+  let n = 0;
+  process.on('message', async (m) => {
+    if (m === 'close') {
+      await a.closeImage(img); await a.ioctxDestroy(io); await a.shutdown(c);
+      process.exit(0);
+    }
+    const t0 = Date.now();
+    try {
+      await a.write(img, 4096 * ++n, Buffer.alloc(4096, 2));
+      process.send({ type: 'write', ok: true, ms: Date.now() - t0 });
+    } catch (e) {
+      process.send({ type: 'write', ok: false, error: e.message, ms: Date.now() - t0 });
+    }
+  });
+})().catch((e) => { console.error('holder failed', e); process.exit(1); });
+`;
+
+type WriteResult = { type: 'write'; ok: boolean; ms: number; error?: string };
+
+function startHolder(dir: string, e: CephTestEnv, io: IoCtx, image: string): Promise<{ proc: ChildProcess; addrs: string }> {
+  const file = path.join(dir, 'holder.cjs');
+  writeFileSync(file, HOLDER_JS);
+  const proc = fork(file, [], {
+    env: { ...process.env, ADDON: addonPath(), HOLDER: JSON.stringify([e.conf, e.id, e.keyring ?? null, io.pool, io.namespace, image]) },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  return new Promise((resolve, reject) => {
+    proc.once('message', (m: { addrs: string }) => resolve({ proc, addrs: m.addrs }));
+    proc.once('exit', (code) => reject(new Error(`holder exited ${code}`)));
+  });
+}
+
+/** Lets the holder release its lock and exit (SIGKILL after 5 s). */
+async function stopHolder(proc: ChildProcess): Promise<void> {
+  if (proc.exitCode !== null || proc.signalCode !== null) return;
+  proc.kill('SIGCONT');
+  const exited = new Promise((r) => proc.once('exit', r));
+  proc.send('close');
+  const t = setTimeout(() => proc.kill('SIGKILL'), 5000);
+  await exited;
+  clearTimeout(t);
+}
+
+function holderWrite(proc: ChildProcess, timeoutMs: number): Promise<WriteResult | 'timeout'> {
+  return new Promise((resolve) => {
+    const t = setTimeout(() => resolve('timeout'), timeoutMs);
+    proc.once('message', (m: WriteResult) => { clearTimeout(t); resolve(m); });
+    proc.send('write');
+  });
+}
+
+/** Blocklisted client addresses (`ceph osd blocklist ls`: one "addr until" line each on stdout). */
+function blocklist(e: CephTestEnv): string[] {
+  const out = execFileSync('ceph', [...cliArgs(e), 'osd', 'blocklist', 'ls'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+  return out.split('\n').map((l) => l.trim().split(/\s+/)[0]!).filter((a) => a && a.includes(':')).sort();
+}
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
+
+describe.skipIf(!env)('bounded snapshots through the Snapshotter child', () => {
+  const cleanups = new Cleanups();
+  let cluster: RadosCluster;
+  let io: IoCtx;
+  let dir: string;
+  let snapshotter: Snapshotter;
+
+  beforeAll(async () => {
+    cluster = await testCluster(cleanups, env!);
+    io = await testNamespace(cleanups, cluster, env!.vmPool);
+    dir = mkdtempSync(path.join(tmpdir(), 'vmsnap-snapshotter-'));
+    cleanups.defer('tmpdir', () => rm(dir, { recursive: true }));
+    snapshotter = await cleanups.add(new Snapshotter({ ...env!, idleCloseMs: 500, evictWith: cluster }), (s) => s.close(), 'snapshotter');
+  });
+  afterAll(() => cleanups.run());
+
+  async function newImage(): Promise<string> {
+    const name = uniqueName('disk');
+    await createImage(io, name, 8 * MiB); // default features: exclusive-lock on
+    cleanups.defer(`image ${name}`, async () => {
+      const img = await openImage(io, name);
+      for (const s of await img.listSnaps()) await img.removeSnap(s.name);
+      await img.close();
+      // Without eviction a SIGKILLed child's watch stays on the header for up to
+      // osd_client_watch_timeout (30 s): rbd_remove says EBUSY until then.
+      for (let t0 = Date.now(); ; ) {
+        try {
+          return await removeImage(io, name);
+        } catch (e) {
+          if (!isBusy(e) || Date.now() - t0 > 60_000) throw e;
+          await new Promise((r) => setTimeout(r, 1000));
+        }
+      }
+    });
+    return name;
+  }
+
+  const req = (image: string, snap: string): SnapRequest => ({ pool: io.pool, namespace: io.namespace, image, snap });
+
+  it('serves snapshots with ~1 ms of IPC overhead over the in-process call', async () => {
+    const name = await newImage();
+    await snapshotter.start();
+    const inProcess = await openImage(io, name);
+    const viaChild: number[] = [];
+    const direct: number[] = [];
+    const ipc: number[] = [];
+    for (let i = 0; i < 8; i++) {
+      await snapshotter.prepare([req(name, '')], { timeoutMs: 5000 });
+      let t0 = performance.now();
+      const r = await snapshotter.createSnaps([req(name, `c${i}`)], { timeoutMs: 5000 });
+      viaChild.push(performance.now() - t0);
+      expect(r).toMatchObject({ created: [req(name, `c${i}`)], failed: [], mayCompleteLate: [], timedOut: false });
+      t0 = performance.now();
+      await inProcess.createSnap(`d${i}`);
+      direct.push(performance.now() - t0);
+      t0 = performance.now();
+      expect(await snapshotter.snapExists(req(name, `c${i}`), { timeoutMs: 5000 })).toBe(true);
+      ipc.push(performance.now() - t0);
+    }
+    await inProcess.close();
+    const pings: number[] = [];
+    for (let i = 0; i < 50; i++) {
+      const t0 = performance.now();
+      await snapshotter.ping({ timeoutMs: 1000 });
+      pings.push(performance.now() - t0);
+    }
+    console.log(`[ceph-snapshotter] IPC round trip (ping) median ${median(pings).toFixed(2)} ms`);
+    expect(median(pings)).toBeLessThan(2);
+    console.log(
+      `[ceph-snapshotter] snap create median: via child ${median(viaChild).toFixed(1)} ms, in-process ` +
+        `${median(direct).toFixed(1)} ms; snapExists round trip via child ${median(ipc).toFixed(2)} ms`,
+    );
+    expect(median(ipc)).toBeLessThan(20);
+    const dup = await snapshotter.createSnaps([req(name, 'c0')], { timeoutMs: 5000 });
+    expect(dup.failed[0]?.error).toMatchObject({ errno: 17, call: 'rbd_snap_create' });
+    const removed = await snapshotter.removeSnaps([req(name, 'c0'), req(name, 'nope')], { timeoutMs: 5000 });
+    expect(removed).toMatchObject({ removed: [req(name, 'c0')], absent: [req(name, 'nope')], failed: [] });
+  });
+
+  // Timeout of the bounded call, and how long the owner stays stopped after it returned.
+  // evict: blocklist the killed child's own (dead) session at once (Snapshotter evictWith).
+  it.each([
+    { timeoutMs: 3000, extraStopMs: 1000, evict: true, pollMs: 15_000 },
+    { timeoutMs: 1000, extraStopMs: 0, evict: true, pollMs: 15_000 },
+    { timeoutMs: 3000, extraStopMs: 1000, evict: false, pollMs: 60_000 },
+  ])('bounds a snapshot whose lock owner is stopped (timeout $timeoutMs ms, owner stopped $extraStopMs ms longer, evict $evict): returns in time, owner not blocklisted, late snapshot looked for and removed', async ({ timeoutMs, extraStopMs, evict, pollMs }) => {
+
+    const name = await newImage();
+    // Registered after the image, so it closes (and its child lets go of the image) before removal.
+    const snapshotter = await cleanups.add(
+      new Snapshotter({ ...env!, idleCloseMs: 500, evictWith: evict ? cluster : undefined }),
+      (s) => s.close(),
+      'snapshotter',
+    );
+    const { proc: holder, addrs: holderAddrs } = await startHolder(dir, env!, io, name);
+    cleanups.defer('holder', () => stopHolder(holder));
+    await snapshotter.start();
+    const blocklistBefore = blocklist(env!);
+
+    // Healthy owner: the request is forwarded to it.
+    const t1 = performance.now();
+    expect((await snapshotter.createSnaps([req(name, 'healthy')], { timeoutMs: 5000 })).created).toHaveLength(1);
+    const healthyMs = performance.now() - t1;
+
+    const oldPid = snapshotter.pid;
+    holder.kill('SIGSTOP');
+    const t0 = performance.now();
+    const r = await snapshotter.createSnaps([req(name, 'late')], { timeoutMs });
+    const elapsed = performance.now() - t0;
+    expect(r).toMatchObject({ created: [], failed: [], timedOut: true, mayCompleteLate: [req(name, 'late')] });
+    expect(elapsed).toBeLessThan(timeoutMs + 1000);
+    expect(snapshotter.pid).toBeUndefined(); // child SIGKILLed
+
+    // Keep the owner stopped a little longer than the bounded call took, as a slow qemu would be.
+    await new Promise((res) => setTimeout(res, extraStopMs));
+    holder.kill('SIGCONT');
+    const write = await holderWrite(holder, 60_000);
+    expect(write).toMatchObject({ ok: true }); // not blocklisted: its lock was never broken
+    // The only new blocklist entry is the killed child's own session (evictWith), never the owner.
+    await snapshotter.settled();
+    const evicted = snapshotter.evictions.map((e) => e.addrs);
+    const notEvicted = (list: string[]): string[] => list.filter((a) => !evicted.includes(a));
+    expect(notEvicted(blocklist(env!))).toEqual(notEvicted(blocklistBefore));
+    expect(blocklist(env!)).not.toContain(holderAddrs);
+
+    // A late snapshot? The owner may still execute the forwarded request after it resumes.
+    // Poll with a fresh handle each time: a read-only handle has no header watch and would
+    // keep showing the snapshot list it opened with.
+    const tResume = performance.now();
+    let lateAfterMs: number | undefined;
+    while (performance.now() - tResume < pollMs) {
+      const watcher = await openImage(io, name, { readOnly: true });
+      const found = (await watcher.listSnaps()).some((s) => s.name === 'late');
+      await watcher.close();
+      if (found) {
+        lateAfterMs = performance.now() - tResume;
+        break;
+      }
+      await new Promise((res) => setTimeout(res, 250));
+    }
+
+    // The caller's duty after a timeout: look for the late snapshot and remove it (child respawns lazily).
+    const tCleanup = performance.now();
+    const cleanup = await snapshotter.removeSnaps(r.mayCompleteLate, { timeoutMs: 10_000 });
+    const cleanupMs = performance.now() - tCleanup;
+    expect(cleanup.failed).toEqual([]);
+    expect(snapshotter.pid).not.toBe(oldPid);
+    const second = await holderWrite(holder, 10_000);
+    expect(second).toMatchObject({ ok: true });
+    expect(blocklist(env!)).not.toContain(holderAddrs);
+    const eviction = snapshotter.evictions.at(-1);
+    expect(eviction?.error).toBeUndefined();
+    expect(snapshotter.evictions).toHaveLength(evict ? 1 : 0);
+    console.log(
+      `[ceph-snapshotter] evict=${evict} healthy owner: snap via child ${healthyMs.toFixed(0)} ms; stopped owner: bounded call ` +
+        `returned after ${elapsed.toFixed(0)} ms (timeout ${timeoutMs}, owner stopped ${(elapsed + extraStopMs).toFixed(0)} ms); owner write after SIGCONT ok in ${
+          (write as WriteResult).ms} ms; late snapshot ${lateAfterMs === undefined ? `did not appear within ${pollMs / 1000} s` :
+          `appeared ${lateAfterMs.toFixed(0)} ms after SIGCONT`}; cleanup removed=${cleanup.removed.length} absent=${cleanup.absent.length} in ${cleanupMs.toFixed(0)} ms; ` +
+        `killed child's session blocklisted: ${eviction?.addrs}`,
+    );
+  });
+});
