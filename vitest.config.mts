@@ -4,6 +4,10 @@ import { defineConfig } from 'vitest/config';
 // (`npm run lab:up`) and share its guests, so they run one file at a time.
 export default defineConfig({
   test: {
+    // One file at a time across all lanes: the integration and fault tests share the lab's guests,
+    // and the fault suite kills libvirtd, the OSD and the Temporal server on purpose.
+    fileParallelism: false,
+    maxWorkers: 1,
     projects: [
       {
         test: {

@@ -60,7 +60,14 @@ export async function createClone(deps: ActivityDeps, req: CloneRequest): Promis
 }
 
 async function writeOwnership(img: Image, req: CloneRequest): Promise<void> {
+  // rbd_clone copies the parent's image metadata. A VM restored from a vmsnap image carries that
+  // image's vmsnap.* keys (schedule label, flatten marker...): none of them describe this image.
+  for (const key of Object.keys(await img.metadataList())) {
+    if (key.startsWith('vmsnap.')) await img.metadataRemove(key);
+  }
   await img.metadataSet(META.owner, 'vmsnap');
+  // The image's own name: a clone someone makes of this image inherits these keys, but not this value.
+  await img.metadataSet(META.image, `${req.image.pool}/${req.image.image}`);
   await img.metadataSet(META.workflowId, req.workflowId);
   await img.metadataSet(META.domain, req.domain);
   await img.metadataSet(META.source, `${req.source.pool}/${req.source.image}@${req.snap}`);

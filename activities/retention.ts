@@ -47,15 +47,23 @@ async function scheduleImages(io: IoCtx, req: RetentionRequest): Promise<Retenti
   const out: RetentionImage[] = [];
   for (const name of names) {
     const meta = await readMetadata(io, name);
-    if (!meta || !isOurs(meta, req)) continue;
+    if (!meta || !isOurs(meta, req, name)) continue;
     out.push({ name, createdAt: meta[META.createdAt] ?? '', state: meta[META.state] ?? '', run: meta[META.workflowId] });
   }
   return out;
 }
 
-function isOurs(meta: Record<string, string>, req: RetentionRequest): boolean {
+/**
+ * vmsnap made it, for this schedule and domain — and as this very image: rbd_clone copies image
+ * metadata, so a clone someone made of one of our images carries all of these keys but names its
+ * parent in vmsnap.image.
+ */
+function isOurs(meta: Record<string, string>, req: RetentionRequest, name: string): boolean {
   return (
-    meta[META.owner] === 'vmsnap' && meta[`${META.labelPrefix}schedule`] === req.scheduleId && meta[META.domain] === req.domain
+    meta[META.owner] === 'vmsnap' &&
+    meta[META.image] === `${req.pool}/${name}` &&
+    meta[`${META.labelPrefix}schedule`] === req.scheduleId &&
+    meta[META.domain] === req.domain
   );
 }
 
@@ -86,7 +94,9 @@ async function pruneImage(io: IoCtx, name: string, req: RetentionRequest): Promi
   }
   try {
     // Re-read ownership: the plan is over a listing, and a name can be reused between the two.
-    if (!isOurs(await img.metadataList(), req)) return 'no longer owned by this schedule';
+    if (!isOurs(await img.metadataList(), req, name)) return 'no longer owned by this schedule';
+    const parent = await img.parent();
+    if (parent) return `is a clone of ${parent.pool}/${parent.image}@${parent.snap} (vmsnap prunes only flattened images)`;
     const snaps = await img.listSnaps();
     const foreign = snaps.filter((s) => s.name !== IMAGE_SNAP);
     if (foreign.length) return `has snapshots vmsnap did not make: ${foreign.map((s) => s.name).join(', ')}`;

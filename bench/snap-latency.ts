@@ -3,7 +3,11 @@
  * `rbd snap create` process per call, interleaved in the same run; plus the bounded path
  * (Snapshotter child, image warmed). Prints medians and the CLI/binding ratio.
  *
- *   npx tsx bench/snap-latency.ts [--runs N] [--pool vms]
+ *   npx tsx bench/snap-latency.ts [--runs N] [--pool vms] [--exclusive-lock]
+ *
+ * The image is created with `layering` only by default, so the three clients do not pass the
+ * exclusive lock back and forth between calls; --exclusive-lock uses librbd's default features
+ * (then each path first has to take the lock from the previous one).
  *
  * Uses the lab's Ceph (.lab/env*, or CEPH_CONF/CEPH_ID/CEPH_KEYRING). Snapshot latency is set
  * by the monitor's paxos_propose_interval (printed): compare figures only at the same setting.
@@ -13,7 +17,11 @@ import { parseArgs } from 'node:util';
 import { RadosCluster, Snapshotter, createImage, openImage, removeImage } from '../src/ceph';
 import { cephTestEnv, cliArgs, uniqueName } from '../src/ceph/testing';
 
-const { values } = parseArgs({ options: { runs: { type: 'string', default: '20' }, pool: { type: 'string' } } });
+const { values } = parseArgs({ options: {
+    runs: { type: 'string', default: '20' },
+    pool: { type: 'string' },
+    'exclusive-lock': { type: 'boolean', default: false },
+  } });
 const runs = Number(values.runs);
 
 const median = (xs: number[]): number => {
@@ -36,7 +44,8 @@ async function main(): Promise<void> {
   const cluster = await RadosCluster.connect(env);
   const io = await cluster.openIoCtx(pool);
   const name = uniqueName('bench');
-  await createImage(io, name, 64 << 20);
+  const features = values['exclusive-lock'] ? undefined : 1n; // 1 = RBD_FEATURE_LAYERING
+  await createImage(io, name, 64 << 20, { features });
   const image = await openImage(io, name);
   const snapshotter = new Snapshotter({ ...env, idleCloseMs: 60_000 });
   await snapshotter.start();
@@ -74,7 +83,10 @@ async function main(): Promise<void> {
   const mb = median(binding);
   const mc = median(process_);
   const ms = median(child);
-  console.log(`snap create latency, ${runs} runs interleaved, pool ${pool}, paxos_propose_interval=${paxos}`);
+  console.log(
+    `snap create latency, ${runs} runs interleaved, pool ${pool}, paxos_propose_interval=${paxos}, ` +
+      `features ${values['exclusive-lock'] ? 'librbd default (exclusive-lock on)' : 'layering only'}`,
+  );
   console.log(`  binding (connection + image open)     median ${mb.toFixed(1)} ms  (min ${Math.min(...binding).toFixed(1)}, max ${Math.max(...binding).toFixed(1)})`);
   console.log(`  rbd snap create (process per call)    median ${mc.toFixed(1)} ms  (min ${Math.min(...process_).toFixed(1)}, max ${Math.max(...process_).toFixed(1)})`);
   console.log(`  Snapshotter child (bounded, warmed)   median ${ms.toFixed(1)} ms  (min ${Math.min(...child).toFixed(1)}, max ${Math.max(...child).toFixed(1)})`);

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import path from 'node:path';
+import { existsSync } from 'node:fs';
+import { LabNotUpError, loadLabEnv, type LabEnv } from '../lab/env';
 import { RadosCluster, type ConnectOptions, type IoCtx } from './cluster';
 import { isNotFound } from './errors';
 import { createNamespace, removeNamespace } from './namespace';
@@ -17,39 +17,29 @@ export interface CephTestEnv extends ConnectOptions {
   otherPool: string;
 }
 
-function parseEnvFile(file: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const line of readFileSync(file, 'utf8').split('\n')) {
-    const m = /^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(line);
-    if (!m) continue;
-    out[m[1]!] = m[2]!.trim().replace(/^'(.*)'$/, '$1').replace(/^"(.*)"$/, '$1');
-  }
-  return out;
-}
-
 /**
- * Ceph settings for tests: process.env first (CEPH_CONF, CEPH_ID, CEPH_KEYRING), else the lab's
- * `.lab/env` or `.lab/env.d/*.env` (written by `bash lab/lab.sh up`). Undefined when neither is
- * there, so suites can skip.
+ * Ceph settings for tests: CEPH_CONF/CEPH_ID/CEPH_KEYRING from process.env when set (e.g.
+ * CEPH_ID=vmsnap CEPH_KEYRING=... to run as the restricted client), else the lab's env file via
+ * loadLabEnv(). Undefined when neither is there, so suites can skip.
  */
-export function cephTestEnv(repoRoot = path.resolve(__dirname, '..', '..')): CephTestEnv | undefined {
-  let vars: Record<string, string | undefined> = {};
-  const lab = path.join(repoRoot, '.lab');
-  const files = [path.join(lab, 'env')];
-  const envD = path.join(lab, 'env.d');
-  if (existsSync(envD)) files.push(...readdirSync(envD).filter((f) => f.endsWith('.env')).map((f) => path.join(envD, f)));
-  for (const f of files) if (existsSync(f)) vars = { ...vars, ...parseEnvFile(f) };
-  vars = { ...vars, ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('CEPH_') || k.startsWith('VMSNAP_'))) };
-  const conf = vars.CEPH_CONF;
+export function cephTestEnv(): CephTestEnv | undefined {
+  let lab: LabEnv | undefined;
+  try {
+    lab = loadLabEnv();
+  } catch (e) {
+    if (!(e instanceof LabNotUpError)) throw e;
+  }
+  const conf = process.env.CEPH_CONF ?? lab?.ceph.conf;
   if (!conf || !existsSync(conf)) return undefined;
+  const fromEnv = process.env.CEPH_ID !== undefined;
   return {
     conf,
-    id: vars.CEPH_ID ?? 'admin',
-    keyring: vars.CEPH_KEYRING,
+    id: process.env.CEPH_ID ?? lab?.ceph.adminId ?? 'admin',
+    keyring: fromEnv ? process.env.CEPH_KEYRING : (process.env.CEPH_KEYRING ?? lab?.ceph.adminKeyring),
     connectTimeoutSec: 10,
-    vmPool: vars.VMSNAP_VM_POOL ?? vars.CEPH_POOL_VMS ?? 'vms',
-    imagePool: vars.VMSNAP_IMAGE_POOL ?? vars.CEPH_POOL_IMAGES ?? 'images',
-    otherPool: vars.VMSNAP_OTHER_POOL ?? vars.CEPH_POOL_OTHER ?? 'other',
+    vmPool: process.env.VMSNAP_VM_POOL ?? lab?.pools.vm ?? 'vms',
+    imagePool: process.env.VMSNAP_IMAGE_POOL ?? lab?.pools.image ?? 'images',
+    otherPool: process.env.VMSNAP_OTHER_POOL ?? lab?.pools.other ?? 'other',
   };
 }
 

@@ -55,6 +55,8 @@ export interface SnapshotPlan {
 /** Ownership labels written as RBD image metadata on everything vmsnap creates. */
 export const META = {
   owner: 'vmsnap.owner',
+  /** pool/name the image was created as; a clone of it inherits the key with the wrong value. */
+  image: 'vmsnap.image',
   workflowId: 'vmsnap.workflow-id',
   domain: 'vmsnap.domain',
   source: 'vmsnap.source',

@@ -33,6 +33,7 @@ beforeAll(async () => {
   await ceph.rbd('create', '--size', '8M', `${POOL}/${bystanders[0]}`);
   for (const [k, v] of Object.entries({
     'vmsnap.owner': 'vmsnap',
+    'vmsnap.image': `${POOL}/${bystanders[0]}`,
     'vmsnap.domain': domain,
     'vmsnap.state': 'complete',
     'vmsnap.created-at': '2020-01-01T00:00:00.000Z',

@@ -7,6 +7,9 @@ import type { CheckResult } from './check';
 const AGENT_CHANNEL_HINT =
   "add <channel type='unix'><target type='virtio' name='org.qemu.guest_agent.0'/></channel> to the domain and install qemu-guest-agent in the guest";
 
+/** The default freeze deadline (10 s) plus slack: a guest frozen this long is not in a normal snapshot window. */
+const STUCK_FREEZE_MS = 12_000;
+
 export interface LibvirtFindings {
   checks: CheckResult[];
   /** Pools holding the checked domains' RBD disks, for the Ceph checks. */
@@ -77,8 +80,16 @@ async function checkAgent(lv: LibvirtClient, dom: DomainRef, hasChannel: boolean
     return fail(name, `guest-ping got no answer within ${timeoutSec}s: ${messageOf(err)}`, 'start qemu-guest-agent in the guest (systemctl start qemu-guest-agent)');
   }
   try {
-    const status = await lv.fsFreezeStatus(dom, timeoutSec, { timeoutMs: timeoutSec * 1000 + 5000 });
-    if (status === 'frozen') return fail(name, 'answers, but its filesystems are FROZEN', `vmsnap thaw ${dom.name}`);
+    // A snapshot's freeze lasts at most its deadline (default 10 s): only a longer one is stuck.
+    const since = Date.now();
+    for (;;) {
+      const status = await lv.fsFreezeStatus(dom, timeoutSec, { timeoutMs: timeoutSec * 1000 + 5000 });
+      if (status === 'thawed') break;
+      if (Date.now() - since > STUCK_FREEZE_MS) {
+        return fail(name, `answers, but its filesystems have been FROZEN for over ${STUCK_FREEZE_MS / 1000}s`, `vmsnap thaw ${dom.name}`);
+      }
+      await new Promise((r) => setTimeout(r, 1000));
+    }
   } catch (err) {
     return warn(name, `answers guest-ping, but guest-fsfreeze-status failed: ${messageOf(err)}`, 'check the agent allows guest-fsfreeze-* (no --blacklist/--block-rpcs)');
   }

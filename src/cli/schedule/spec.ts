@@ -70,8 +70,8 @@ export function describeSpec(spec: { intervals?: { every: number | string }[]; c
   for (const i of spec.intervals ?? []) parts.push(`every ${humanMs(Number(i.every))}`);
   for (const c of spec.cronExpressions ?? []) parts.push(`cron ${c}`);
   if (spec.calendars?.length) parts.push(`${spec.calendars.length} calendar spec(s)`);
-  if (spec.timezone) parts.push(`(${spec.timezone})`);
-  return parts.join(', ') || 'no spec';
+  const text = parts.join(', ') || 'no spec';
+  return spec.timezone ? `${text} (${spec.timezone})` : text;
 }
 
 function humanMs(ms: number): string {

@@ -1,0 +1,291 @@
+/**
+ * N snapshot workflows in flight on one worker (its own process, load-worker.ts).
+ *
+ * The lab has two guests with an agent and vmsnap allows one snapshot per VM at a time (the
+ * per-domain lock refuses a second run with DomainBusy), so N concurrent consistentSnapshot runs
+ * of real guests cannot exist here. What runs instead, all at once on the one worker:
+ *   - N−2 `rbdOnlySnapshot` workflows (load-workflows.ts): the same snapshot/clone/flatten/
+ *     finalize activities on RBD images that no VM uses (8 MiB, 4 MiB written), nothing frozen;
+ *   - 2 guest lanes running the real consistentSnapshot back to back while the load lasts:
+ *     vmsnap-g1 in snapshot-only mode (its freeze window is the "under load" figure, compared
+ *     with the same runs on the same worker before the load) and vmsnap-g3 in full clone mode.
+ * Reported: workflows/min over the load phase, freeze window idle vs under load, the worker's
+ * peak RSS (and with its snapshotter child).
+ */
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Client } from '@temporalio/client';
+import { createImage, openImage, removeImage } from '../src/ceph';
+import type { IoCtx } from '../src/ceph';
+import type { SnapshotRequest } from '../src/model/input';
+import type { SnapshotResult } from '../src/model/types';
+import { nowMs, sleep } from './clock';
+import { removeKeptSnapshots, runSnapshotWorkflow, windowFromHistory } from './contender-vmsnap';
+import type { WorkflowRun } from './contender-vmsnap';
+import type { Guest, LabContext } from './lab-context';
+import { removeSnapIfAny } from './lab-context';
+import type { rbdOnlySnapshot } from './load-workflows';
+import { probeGap } from './probe-gap';
+import { summarize } from './stats';
+import type { Summary } from './stats';
+
+export interface LoadOptions {
+  workflows: number;
+  idleRuns: number;
+  minLaneRuns: number;
+  log(line: string): void;
+}
+
+export interface WindowSample {
+  hostWindowMs: number;
+  probeGapMs?: number;
+  e2eMs: number;
+  stepsMs: Record<string, number>;
+}
+
+export interface LoadResult {
+  approach: string;
+  inFlightTarget: number;
+  peakInFlight: number;
+  rbdOnly: { started: number; completed: number; failed: number; errors: string[] };
+  lanes: Record<string, { completed: number; failed: number; errors: string[] }>;
+  elapsedMs: number;
+  workflowsPerMin: number;
+  idle: { samples: WindowSample[]; host: Summary; probe: Summary };
+  underLoad: { samples: WindowSample[]; host: Summary; probe: Summary };
+  /** under-load p50 / idle p50 (host window). */
+  ratioP50: number;
+  fullModeRuns: { e2eMs: number; stepsMs: Record<string, number> }[];
+  rssMiB: { workerPeak: number; workerIdle: number; withSnapshotterPeak: number };
+}
+
+const ROOT = path.resolve(__dirname, '..');
+
+function rssKiB(pid: number): number {
+  try {
+    const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) : 0;
+  } catch {
+    return 0;
+  }
+}
+
+function childPids(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+async function startWorker(host: string, log: (s: string) => void): Promise<{ pid: number; taskQueue: string; stop(): Promise<void> }> {
+  const proc = spawn(process.execPath, ['--require', require.resolve('tsx/cjs'), path.join(ROOT, 'bench/load-worker.ts'), host], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = new Promise<void>((r) => proc.once('exit', () => r()));
+  let out = '';
+  const taskQueue = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`load worker not ready in 120 s: ${out.slice(-2000)}`)), 120_000);
+    const onData = (b: Buffer): void => {
+      out += b.toString();
+      const m = /READY (\S+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]!);
+      }
+    };
+    proc.stdout.on('data', onData);
+    proc.stderr.on('data', onData);
+    void exited.then(() => {
+      clearTimeout(timer);
+      reject(new Error(`load worker exited: ${out.slice(-2000)}`));
+    });
+  });
+  log(`  load worker pid ${proc.pid} on ${taskQueue}`);
+  return {
+    pid: proc.pid!,
+    taskQueue,
+    async stop() {
+      proc.kill('SIGTERM');
+      const t = setTimeout(() => proc.kill('SIGKILL'), 45_000);
+      await exited;
+      clearTimeout(t);
+    },
+  };
+}
+
+async function guestWindowRun(ctx: LabContext, client: Client, taskQueue: string, guest: Guest, request: SnapshotRequest): Promise<{ run: WorkflowRun; sample: WindowSample }> {
+  let last: unknown;
+  for (let attempt = 1; attempt <= 2; attempt++) {
+    try {
+      const run = await runSnapshotWorkflow(client, taskQueue, request, 'bench-load');
+      const r = run.result;
+      const abs = await windowFromHistory(client, r.workflowId).catch(() => undefined);
+      const probe = await probeGap(guest.name, guest.disks.length, abs?.freezeStartMs ?? run.startMs, abs?.thawReturnMs ?? run.endMs);
+      return { run, sample: { hostWindowMs: r.freezeWindowMs ?? Number.NaN, probeGapMs: probe.gapMs, e2eMs: run.e2eMs, stepsMs: r.stepsMs } };
+    } catch (err) {
+      last = err;
+      await sleep(2000);
+    }
+  }
+  throw last;
+}
+
+async function removeResultImages(ctx: LabContext, r: SnapshotResult): Promise<void> {
+  await removeKeptSnapshots(ctx, r).catch(() => undefined);
+  for (const d of r.disks) {
+    if (!d.image) continue;
+    const [pool, name] = d.image.split('/') as [string, string];
+    await removeOwnImage(await ctx.ioctx(pool), name);
+  }
+}
+
+async function removeOwnImage(io: IoCtx, name: string): Promise<void> {
+  try {
+    const img = await openImage(io, name);
+    try {
+      for (const s of await img.listSnaps()) await removeSnapIfAny(img, s.name);
+    } finally {
+      await img.close();
+    }
+    await removeImage(io, name);
+  } catch {
+    // already gone
+  }
+}
+
+export async function loadTest(ctx: LabContext, client: Client, g1: Guest, g3: Guest, o: LoadOptions): Promise<LoadResult> {
+  const host = `bench-load-${randomUUID().slice(0, 6)}`;
+  const worker = await startWorker(host, o.log);
+  let peakRss = 0;
+  let peakWithChild = 0;
+  const sampler = setInterval(() => {
+    const own = rssKiB(worker.pid);
+    const kids = childPids(worker.pid).reduce((a, p) => a + rssKiB(p), 0);
+    peakRss = Math.max(peakRss, own);
+    peakWithChild = Math.max(peakWithChild, own + kids);
+  }, 200);
+  const vmsIo = await ctx.ioctx(ctx.env.pools.vm);
+  const imagesIo = await ctx.ioctx(ctx.env.pools.image);
+  const sources: string[] = [];
+  const toClean: SnapshotResult[] = [];
+  const nRbd = Math.max(0, o.workflows - 2);
+  const tag = randomUUID().slice(0, 6);
+  const g1Request: SnapshotRequest = { domain: g1.name, quiesce: 'require', target: { clone: false } };
+  try {
+    // Idle: the same g1 snapshot-only runs on this worker, nothing else in flight.
+    const idle: WindowSample[] = [];
+    for (let i = 0; i < o.idleRuns; i++) {
+      const { run, sample } = await guestWindowRun(ctx, client, worker.taskQueue, g1, g1Request);
+      toClean.push(run.result);
+      idle.push(sample);
+      o.log(`  idle g1 run ${i + 1}/${o.idleRuns}: window ${sample.hostWindowMs.toFixed(1)} ms, probe ${sample.probeGapMs?.toFixed(1) ?? '-'} ms`);
+      await sleep(300);
+    }
+    const workerIdle = rssKiB(worker.pid);
+
+    for (let i = 0; i < nRbd; i++) {
+      const name = `bench-load-src-${tag}-${i}`;
+      await createImage(vmsIo, name, 8 << 20);
+      sources.push(name);
+      const img = await openImage(vmsIo, name);
+      try {
+        await img.write(0, Buffer.alloc(4 << 20, i + 1));
+      } finally {
+        await img.close();
+      }
+    }
+
+    o.log(`  load: ${nRbd} rbdOnlySnapshot workflows + 2 guest lanes (g1 snapshot-only, g3 full clone) on one worker`);
+    let inFlight = 0;
+    let peakInFlight = 0;
+    const track = async <T>(p: Promise<T>): Promise<T> => {
+      inFlight++;
+      peakInFlight = Math.max(peakInFlight, inFlight);
+      try {
+        return await p;
+      } finally {
+        inFlight--;
+      }
+    };
+    const t0 = nowMs();
+    let lastDone = t0;
+    const rbdErrors: string[] = [];
+    let rbdDone = 0;
+    const rbdRuns = sources.map(async (src, i) => {
+      const handle = await client.workflow.start<typeof rbdOnlySnapshot>('rbdOnlySnapshot', {
+        taskQueue: worker.taskQueue,
+        workflowId: `bench-rbd-only-${tag}-${i}`,
+        args: [{ source: { pool: vmsIo.pool, image: src }, snap: `vmsnap-bench-${tag}-${i}`, image: { pool: imagesIo.pool, image: `bench-load-img-${tag}-${i}` } }],
+        workflowExecutionTimeout: '15m',
+      });
+      try {
+        await track(handle.result());
+        rbdDone++;
+        lastDone = nowMs();
+      } catch (err) {
+        rbdErrors.push(err instanceof Error ? err.message : String(err));
+      }
+    });
+    const rbdAll = Promise.all(rbdRuns);
+    let rbdFinished = false;
+    void rbdAll.then(() => (rbdFinished = true));
+
+    const lanes: LoadResult['lanes'] = { g1: { completed: 0, failed: 0, errors: [] }, g3: { completed: 0, failed: 0, errors: [] } };
+    const underLoad: WindowSample[] = [];
+    const fullModeRuns: LoadResult['fullModeRuns'] = [];
+    const lane = async (key: 'g1' | 'g3', guest: Guest, request: SnapshotRequest): Promise<void> => {
+      for (let i = 0; !rbdFinished || lanes[key]!.completed < o.minLaneRuns; i++) {
+        if (lanes[key]!.failed > 3) break;
+        try {
+          const { run, sample } = await track(guestWindowRun(ctx, client, worker.taskQueue, guest, request));
+          toClean.push(run.result);
+          lanes[key]!.completed++;
+          lastDone = nowMs();
+          if (key === 'g1') underLoad.push(sample);
+          else fullModeRuns.push({ e2eMs: run.e2eMs, stepsMs: run.result.stepsMs });
+          o.log(`  load ${key} run ${i + 1}: window ${sample.hostWindowMs.toFixed(1)} ms, probe ${sample.probeGapMs?.toFixed(1) ?? '-'} ms, in flight ${inFlight}`);
+        } catch (err) {
+          lanes[key]!.failed++;
+          lanes[key]!.errors.push(err instanceof Error ? err.message : String(err));
+        }
+      }
+    };
+    await Promise.all([
+      lane('g1', g1, g1Request),
+      lane('g3', g3, { domain: g3.name, quiesce: 'require', target: { clone: true, pool: imagesIo.pool } }),
+      rbdAll,
+    ]);
+    const elapsedMs = lastDone - t0;
+    const completed = rbdDone + lanes.g1!.completed + lanes.g3!.completed;
+    const idleHost = summarize(idle.map((s) => s.hostWindowMs));
+    const loadHost = summarize(underLoad.map((s) => s.hostWindowMs));
+    return {
+      approach:
+        `${nRbd} rbdOnlySnapshot workflows (real snapshot/clone/flatten/finalize activities on 8 MiB RBD-only images) started at once, ` +
+        'plus 2 guest lanes of the real consistentSnapshot (vmsnap-g1 snapshot-only, vmsnap-g3 full clone) back to back while they ran, one worker process',
+      inFlightTarget: o.workflows,
+      peakInFlight,
+      rbdOnly: { started: nRbd, completed: rbdDone, failed: rbdErrors.length, errors: rbdErrors.slice(0, 5) },
+      lanes,
+      elapsedMs,
+      workflowsPerMin: completed / (elapsedMs / 60_000),
+      idle: { samples: idle, host: idleHost, probe: summarize(idle.flatMap((s) => (s.probeGapMs === undefined ? [] : [s.probeGapMs]))) },
+      underLoad: { samples: underLoad, host: loadHost, probe: summarize(underLoad.flatMap((s) => (s.probeGapMs === undefined ? [] : [s.probeGapMs]))) },
+      ratioP50: loadHost.p50 / idleHost.p50,
+      fullModeRuns,
+      rssMiB: { workerPeak: peakRss / 1024, workerIdle: workerIdle / 1024, withSnapshotterPeak: peakWithChild / 1024 },
+    };
+  } finally {
+    clearInterval(sampler);
+    await worker.stop().catch(() => undefined);
+    for (const r of toClean) await removeResultImages(ctx, r);
+    for (let i = 0; i < sources.length; i++) {
+      await removeOwnImage(imagesIo, `bench-load-img-${tag}-${i}`);
+      await removeOwnImage(vmsIo, sources[i]!);
+    }
+  }
+}

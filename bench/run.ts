@@ -1,0 +1,153 @@
+/**
+ * `npm run bench`: vmsnap's freeze window side by side with its baselines, plus flatten
+ * throughput, orchestration overhead and a load test (issue 8). See bench/README.md.
+ *
+ * Results: bench/results/bench-<time>.json (every sample) and .png/.svg (the plot); the tables
+ * on stdout. Never fails on timing: exit 0 unless something crashed. paxos_propose_interval is
+ * put back to 0.1 (the lab's setting) at the end, also on failure and on SIGINT/SIGTERM.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { createBigImage } from './big-image';
+import type { BigImage } from './big-image';
+import type { Contender } from './contender';
+import { floorContender } from './contender-floor';
+import { naiveContender } from './contender-naive';
+import { novaContender } from './contender-nova';
+import { vmsnapContender } from './contender-vmsnap';
+import { flattenThroughput } from './flatten-throughput';
+import type { FlattenResult } from './flatten-throughput';
+import { freezeWindowLoop } from './freeze-window';
+import type { Sample } from './freeze-window';
+import { openLabContext } from './lab-context';
+import type { LabContext } from './lab-context';
+import { loadTest } from './load-test';
+import type { LoadResult } from './load-test';
+import { parseOptions } from './options';
+import { getPaxos, setPaxos } from './paxos';
+import { writePlot, renderSvg } from './plot';
+import { configStats, renderTables, targets } from './report';
+import { startBenchWorker } from './worker';
+import type { BenchWorker } from './worker';
+
+const LAB_PAXOS = 0.1;
+const ROOT = path.resolve(__dirname, '..');
+
+function log(line: string): void {
+  process.stderr.write(`${line}\n`);
+}
+
+/** Last resort on SIGINT/SIGTERM: thaw the guests and restore paxos, synchronously. */
+function installSignalGuard(guests: string[], uri: string): void {
+  const guard = (sig: NodeJS.Signals): void => {
+    log(`bench: ${sig}: thawing ${guests.join(', ')} and restoring paxos ${LAB_PAXOS}`);
+    for (const g of guests) {
+      try {
+        execFileSync('virsh', ['-q', '-c', uri, 'domfsthaw', g], { stdio: 'ignore', timeout: 15_000 });
+      } catch {
+        // not frozen, or unreachable
+      }
+    }
+    try {
+      execFileSync('bash', [path.join(ROOT, 'lab/ceph.sh'), 'set-paxos', String(LAB_PAXOS)], { stdio: 'ignore', timeout: 60_000 });
+    } catch {
+      log('bench: could not restore paxos_propose_interval: run bash lab/ceph.sh set-paxos 0.1');
+    }
+    process.exit(130);
+  };
+  process.once('SIGINT', guard);
+  process.once('SIGTERM', guard);
+}
+
+async function main(): Promise<void> {
+  const o = parseOptions(process.argv.slice(2));
+  const started = new Date();
+  const ctx: LabContext = await openLabContext();
+  const guestNames = o.guests.map((g) => (g === '1disk' ? ctx.env.guests!.oneDisk : ctx.env.guests!.threeDisk));
+  installSignalGuard([ctx.env.guests!.oneDisk, ctx.env.guests!.threeDisk], ctx.env.libvirt!.uri);
+  const paxosBefore = await getPaxos().catch(() => 'unknown');
+  log(`bench: ${o.quick ? 'quick' : 'full'}; ${o.runs} runs per contender; guests ${guestNames.join(', ')}; paxos ${o.paxos.join(', ')} (now ${paxosBefore})`);
+
+  let worker: BenchWorker | undefined;
+  let big: BigImage | undefined;
+  const samples: Sample[] = [];
+  let flatten: FlattenResult | undefined;
+  let load: LoadResult | undefined;
+  const errors: string[] = [];
+  try {
+    worker = await startBenchWorker(ctx.env);
+    const imagesIo = await ctx.ioctx(ctx.env.pools.image);
+    const t0 = Date.now();
+    big = await createBigImage(await ctx.ioctx(ctx.env.pools.vm));
+    log(`bench: 1 GiB data image ${ctx.env.pools.vm}/${big.name} written in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    const contenders: Contender[] = [
+      floorContender(ctx),
+      naiveContender(ctx),
+      novaContender(ctx, big, imagesIo),
+      vmsnapContender(ctx, worker.client, worker.taskQueue),
+    ];
+    for (const paxos of o.paxos) {
+      await setPaxos(paxos);
+      for (const name of guestNames) {
+        const guest = await ctx.guest(name);
+        log(`bench: ${name} at paxos ${paxos}: warm-up round (not recorded)`);
+        await freezeWindowLoop(guest, contenders, { runs: 1, paxos, pauseMs: o.pauseMs, log: () => undefined });
+        samples.push(...(await freezeWindowLoop(guest, contenders, { runs: o.runs, paxos, pauseMs: o.pauseMs, log })));
+      }
+    }
+    await setPaxos(LAB_PAXOS);
+    if (o.flatten) {
+      log(`bench: flatten throughput (${o.flattenReps} rep(s))`);
+      flatten = await flattenThroughput(ctx, big, imagesIo, o.flattenReps, log).catch((err: unknown) => {
+        errors.push(`flatten throughput: ${String(err)}`);
+        return undefined;
+      });
+    }
+    if (o.load) {
+      log(`bench: load test (${o.loadWorkflows} workflows in flight)`);
+      load = await loadTest(ctx, worker.client, await ctx.guest(ctx.env.guests!.oneDisk), await ctx.guest(ctx.env.guests!.threeDisk), {
+        workflows: o.loadWorkflows,
+        idleRuns: 5,
+        minLaneRuns: 3,
+        log,
+      }).catch((err: unknown) => {
+        errors.push(`load test: ${err instanceof Error ? err.stack : String(err)}`);
+        return undefined;
+      });
+    }
+  } finally {
+    await setPaxos(LAB_PAXOS).catch((err: unknown) => log(`bench: restoring paxos failed: ${String(err)}`));
+    await big?.remove().catch((err: unknown) => log(`bench: removing the 1 GiB image failed: ${String(err)}`));
+    await worker?.stop().catch(() => undefined);
+    await ctx.close();
+  }
+
+  const configs = configStats(samples);
+  const tgs = targets(configs, flatten, load);
+  const failures = samples.filter((s) => !s.ok).map((s) => `${s.guest} paxos ${s.paxos} ${s.contender} round ${s.round + 1}: ${s.error}`);
+  mkdirSync(path.resolve(ROOT, o.outDir), { recursive: true });
+  const stamp = started.toISOString().replace(/[:.]/g, '-');
+  const base = path.resolve(ROOT, o.outDir, `bench-${o.quick ? 'quick-' : ''}${stamp}`);
+  const title = `vmsnap freeze window vs baselines (${o.runs} interleaved runs each; ${started.toISOString().slice(0, 16)}Z)`;
+  const plot = writePlot(renderSvg(samples, title), base);
+  writeFileSync(
+    `${base}.json`,
+    JSON.stringify({ started: started.toISOString(), options: o, paxosBefore, configs, targets: tgs, flatten, load, failures, errors, plot, samples }, null, 2),
+  );
+  console.log(renderTables(configs, tgs, flatten, load));
+  if (failures.length) console.log(`\nfailed runs (after one retry each): ${failures.length}\n  ${failures.join('\n  ')}`);
+  if (errors.length) console.log(`\nsections that failed:\n  ${errors.join('\n  ')}`);
+  console.log(`\nresults: ${base}.json; plot: ${plot.png ?? `${plot.svg} (no PNG converter: apt-get install librsvg2-bin)`}`);
+  const head = configs.find((c) => c.disks === 1 && c.paxos === LAB_PAXOS) ?? configs[0];
+  const ratio = head?.contenders.find((c) => c.contender === 'vmsnap')?.ratioToFloorP50;
+  console.log(`freeze-window vmsnap/floor p50 = ${ratio !== undefined && Number.isFinite(ratio) ? ratio.toFixed(2) : 'n/a'}`);
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    log(`bench crashed: ${err instanceof Error ? err.stack : String(err)}`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,56 @@
+import { describe, expect, it } from 'vitest';
+import { CliError } from '../../src/cli/exit-codes';
+import { describeSpec, parseDuration, parseOverlap, parseSpec, scheduleId } from '../../src/cli/schedule/spec';
+
+const exit2 = (fn: () => unknown, message: RegExp) => {
+  let err: unknown;
+  try {
+    fn();
+  } catch (e) {
+    err = e;
+  }
+  expect(err).toBeInstanceOf(CliError);
+  expect((err as CliError).exitCode).toBe(2);
+  expect((err as CliError).message).toMatch(message);
+};
+
+describe('schedule flag parsing', () => {
+  it('turns --every into an interval in ms and --cron into a cron expression', () => {
+    expect(parseSpec({ every: '1h' })).toEqual({ intervals: [{ every: 3_600_000 }] });
+    expect(parseSpec({ every: '90s' })).toEqual({ intervals: [{ every: 90_000 }] });
+    expect(parseSpec({ cron: ' 0 3 * * * ' })).toEqual({ cronExpressions: ['0 3 * * *'] });
+    expect(parseSpec({ cron: '@daily', timezone: 'Europe/Berlin' })).toEqual({ cronExpressions: ['@daily'], timezone: 'Europe/Berlin' });
+    expect(parseSpec({ cron: '*/15 1-5 ? JAN,JUL MON-FRI' }).cronExpressions).toHaveLength(1);
+  });
+
+  it('rejects ambiguous, missing and malformed specs', () => {
+    exit2(() => parseSpec({}), /exactly one of --every/);
+    exit2(() => parseSpec({ every: '1h', cron: '0 3 * * *' }), /exactly one of/);
+    exit2(() => parseSpec({ every: '1 h' }), /expects a duration/);
+    exit2(() => parseSpec({ every: '0s' }), /expects a duration/);
+    exit2(() => parseSpec({ every: '5s' }), /at least 10s/);
+    exit2(() => parseSpec({ cron: '0 3 * *' }), /five fields/);
+    exit2(() => parseSpec({ cron: '0 3 * * * ; rm -rf /' }), /five fields/);
+    exit2(() => parseSpec({ cron: '$(reboot) 3 * * *' }), /five fields/);
+    exit2(() => parseSpec({ every: '1h', timezone: 'Nowhere/Else' }), /unknown --timezone/);
+  });
+
+  it('parses durations and overlap policies', () => {
+    expect(parseDuration('catchup-window', '1d')).toBe(86_400_000);
+    expect(parseOverlap(undefined)).toBe('SKIP');
+    expect(parseOverlap('buffer-one')).toBe('BUFFER_ONE');
+    expect(parseOverlap('allow-all')).toBe('ALLOW_ALL');
+    exit2(() => parseOverlap('cancel-other'), /must be one of skip, buffer-one, allow-all/);
+  });
+
+  it('accepts only plain schedule ids (they become workflow ids and an RBD label)', () => {
+    expect(scheduleId('nightly-vm42.db_1')).toBe('nightly-vm42.db_1');
+    for (const bad of ['', 'a b', '-x', 'a/b', 'a@b', 'x'.repeat(101), '$(id)']) exit2(() => scheduleId(bad), /schedule.id/);
+  });
+
+  it('describes specs for humans', () => {
+    expect(describeSpec({ intervals: [{ every: 3_600_000 }] })).toBe('every 1h');
+    expect(describeSpec({ intervals: [{ every: 90_000 }], timezone: 'UTC' })).toBe('every 90s (UTC)');
+    expect(describeSpec({ cronExpressions: ['0 3 * * *'] })).toBe('cron 0 3 * * *');
+  });
+});
