@@ -2,7 +2,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { openImage } from '../src/ceph';
 import { FailureType } from '../src/model/failures';
 import { IMAGE_SNAP } from '../src/model/naming';
-import { META, snapDoneKey } from '../src/model/types';
+import { META, snapDoneKey, snapOwnerKey } from '../src/model/types';
 import type { RbdLocation } from '../src/model/types';
 import type { ActivityDeps } from './deps';
 import { translating } from './failures';
@@ -76,10 +76,14 @@ export async function removeSourceSnap(deps: ActivityDeps, source: RbdLocation, 
   const src = await translating('open source image', () => openImage(io, source.image));
   try {
     await src.metadataRemove(snapDoneKey(snap)).catch(() => undefined);
-    if (!(await src.snapExists(snap))) return false;
-    if (await src.isSnapProtected(snap)) await translating('unprotect source snapshot', () => src.unprotectSnap(snap));
-    await translating('remove source snapshot', () => src.removeSnap(snap));
-    return true;
+    const existed = await src.snapExists(snap);
+    if (existed) {
+      if (await src.isSnapProtected(snap)) await translating('unprotect source snapshot', () => src.unprotectSnap(snap));
+      await translating('remove source snapshot', () => src.removeSnap(snap));
+    }
+    // Last: while the owner key is there, the orphan reaper can still find a half-removed snapshot.
+    await src.metadataRemove(snapOwnerKey(snap)).catch(() => undefined);
+    return existed;
   } finally {
     await src.close();
   }

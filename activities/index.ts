@@ -9,6 +9,7 @@ import { flattenDisk } from './flatten';
 import { finalizeDisk } from './finalize';
 import { removeImages, removeSourceSnaps } from './cleanup';
 import { applyRetention } from './retention';
+import { prepareSnapshots } from './prepare';
 
 export type { ActivityDeps } from './deps';
 
@@ -17,6 +18,7 @@ export function createActivities(deps: ActivityDeps) {
   return {
     inspectDomain: inspectDomain(deps),
     checkTargets: checkTargets(deps),
+    prepareSnapshots: prepareSnapshots(deps),
     freezeGuest: freezeGuest(deps),
     snapshotDisks: snapshotDisks(deps),
     thawGuest: thawGuest(deps),

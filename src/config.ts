@@ -43,6 +43,8 @@ export const ConfigSchema = z.strictObject({
   stateDir: filePath.default('/var/lib/vmsnap'),
   metricsPort: z.number().int().min(0).max(65535).default(9464),
   sweepIntervalMs: z.number().int().min(500).max(3600_000).default(5000),
+  /** How often the worker looks for leftovers of runs that ended uncompensated (terminated). */
+  reapIntervalMs: z.number().int().min(500).max(24 * 3600_000).default(60_000),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;
@@ -87,6 +89,7 @@ export function fromEnv(env: NodeJS.ProcessEnv): ConfigOverrides {
     stateDir: env.VMSNAP_STATE_DIR,
     metricsPort: num(env.VMSNAP_METRICS_PORT),
     sweepIntervalMs: num(env.VMSNAP_SWEEP_INTERVAL_MS),
+    reapIntervalMs: num(env.VMSNAP_REAP_INTERVAL_MS),
   }) as ConfigOverrides;
 }
 

@@ -39,8 +39,8 @@ export async function captureDisks(plan: SnapshotPlan, input: SnapshotInput, sag
 
   // A replayed or retried run may find snapshots its dead predecessor took under this run's
   // names; they are removed here, before the freeze, so the window holds only the new snapshot.
-  await prepareLocal().removeSourceSnaps.executeWithOptions({ summary: 'clear stale snapshots' }, [
-    { snaps: plan.disks.map((d) => ({ source: d.source, snap: d.sourceSnap })) },
+  await prepareLocal().prepareSnapshots.executeWithOptions({ summary: 'prepare snapshots' }, [
+    { workflowId, snaps: plan.disks.map((d) => ({ source: d.source, snap: d.sourceSnap })), timeoutMs: input.snapshotTimeoutMs },
   ]);
 
   let freeze: FreezeResult | undefined;

@@ -31,7 +31,7 @@ export interface SnapshotterOptions extends ConnectOptions {
    * until osd_client_watch_timeout (30 s), and header updates on those images (the late
    * snapshot, its removal) wait for them. Harmless to anyone else: the session is dead.
    */
-  evictWith?: RadosCluster;
+  evictWith?: RadosCluster | (() => Promise<RadosCluster>);
 }
 
 export interface BoundOptions {
@@ -291,9 +291,11 @@ export class Snapshotter {
   private async abandon(c: Child): Promise<void> {
     this.kill(c);
     const exited = await Promise.race([c.exited.then(() => true), sleep(2000).then(() => false)]);
-    const cluster = this.options.evictWith;
     const addrs = c.addrs;
-    if (!exited || !cluster || !addrs) return;
+    if (!exited || !this.options.evictWith || !addrs) return;
+    const evictWith = this.options.evictWith;
+    const cluster = typeof evictWith === 'function' ? await evictWith().catch(() => undefined) : evictWith;
+    if (!cluster) return;
     // In the background, so the bounded call returns now; the next batch waits for it.
     const previous = this.evicting;
     this.evicting = (async () => {

@@ -22,7 +22,7 @@ export interface CephTestEnv extends ConnectOptions {
  * CEPH_ID=vmsnap CEPH_KEYRING=... to run as the restricted client), else the lab's env file via
  * loadLabEnv(). Undefined when neither is there, so suites can skip.
  */
-export function cephTestEnv(): CephTestEnv | undefined {
+export function cephTestEnv(): CephTestEnv {
   let lab: LabEnv | undefined;
   try {
     lab = loadLabEnv();
@@ -30,7 +30,8 @@ export function cephTestEnv(): CephTestEnv | undefined {
     if (!(e instanceof LabNotUpError)) throw e;
   }
   const conf = process.env.CEPH_CONF ?? lab?.ceph.conf;
-  if (!conf || !existsSync(conf)) return undefined;
+  // Never a silent skip: a Ceph test without a cluster is a failure that says what to do.
+  if (!conf || !existsSync(conf)) throw new Error('no Ceph cluster: run `npm run lab:up` (or set CEPH_CONF)');
   const fromEnv = process.env.CEPH_ID !== undefined;
   return {
     conf,

@@ -22,7 +22,9 @@ export function createHostDeps(config: Config, metrics = new Metrics(), log: Log
   let rados: Promise<RadosCluster> | undefined;
   const pools = new Map<string, Promise<IoCtx>>();
   const cephOpts = { conf: config.ceph.conf, id: config.ceph.id, keyring: config.ceph.keyring };
-  const snapshotter = new Snapshotter(cephOpts);
+  // evictWith: a killed snapshotter's dead session is fenced at once, so a snapshot it left with a
+  // hung lock owner appears (and is removed) promptly instead of ~30 s later.
+  const snapshotter = new Snapshotter({ ...cephOpts, evictWith: () => cluster() });
   const guard = new FreezeGuard({ libvirtUri: config.libvirt.uri, stateDir: config.stateDir });
 
   const libvirt = () => {

@@ -11,6 +11,7 @@ import { jsonLogger } from './logger';
 import type { Logger } from './logger';
 import { reconcile } from './reconcile';
 import { Sweeper } from './sweeper';
+import { OrphanReaper } from './orphan-reaper';
 import { flattenProgressSignal } from '../../workflows/progress';
 import { connectionOptions } from '../temporal-connection';
 import { workflowsPath } from './workflows-path';
@@ -19,6 +20,7 @@ export interface HostWorker {
   worker: Worker;
   deps: HostDeps;
   sweeper: Sweeper;
+  reaper: OrphanReaper;
   taskQueue: string;
   metricsUrl?: string;
   /** Runs until shutdown; resolves after connections are closed. */
@@ -55,6 +57,7 @@ export async function createHostWorker(config: Config, log: Logger = jsonLogger(
 
   const connOpts = connectionOptions(config);
   const client = new Client({ connection: await Connection.connect(connOpts), namespace: config.temporal.namespace });
+  const reaper = new OrphanReaper(deps, client, config.imagePool, log, config.reapIntervalMs);
   deps.reportProgress = async (workflowId, progress) => {
     await client.workflow.getHandle(workflowId).signal(flattenProgressSignal, progress as never);
   };
@@ -82,15 +85,18 @@ export async function createHostWorker(config: Config, log: Logger = jsonLogger(
     worker,
     deps,
     sweeper,
+    reaper,
     taskQueue,
     metricsUrl,
     async run() {
       sweeper.start();
+      reaper.start();
       log.info('worker started', { taskQueue, namespace: config.temporal.namespace, metrics: metricsUrl });
       try {
         await worker.run();
       } finally {
         sweeper.stop();
+        reaper.stop();
         server?.close();
         await deps.close();
         await connection.close();

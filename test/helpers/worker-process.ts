@@ -44,6 +44,7 @@ export class WorkerProcess {
       VMSNAP_STATE_DIR: this.stateDir,
       VMSNAP_METRICS_PORT: '0',
       VMSNAP_SWEEP_INTERVAL_MS: '1000',
+      VMSNAP_REAP_INTERVAL_MS: '2000',
       VMSNAP_FAULT_DIR: this.faultDir,
       VMSNAP_FAULT_POINTS: (fault.points ?? []).join(','),
       ...(fault.pauseMs !== undefined ? { VMSNAP_FAULT_PAUSE_MS: String(fault.pauseMs) } : { VMSNAP_FAULT_PAUSE_MS: '' }),

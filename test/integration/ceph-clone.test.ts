@@ -7,7 +7,7 @@ import { Cleanups, cephTestEnv, fillImage, testCluster, testNamespace, uniqueNam
 const env = cephTestEnv();
 const MiB = 1 << 20;
 
-describe.skipIf(!env)('ceph clone and flatten', () => {
+describe('ceph clone and flatten', () => {
   const cleanups = new Cleanups();
   let cluster: RadosCluster;
   let vms: IoCtx;

@@ -9,7 +9,7 @@ import { Cleanups, cephTestEnv, testCluster, testNamespace, uniqueName } from '.
 const env = cephTestEnv();
 const MiB = 1 << 20;
 
-describe.skipIf(!env)('ceph groups and group snapshots', () => {
+describe('ceph groups and group snapshots', () => {
   const cleanups = new Cleanups();
   let cluster: RadosCluster;
   let io: IoCtx;

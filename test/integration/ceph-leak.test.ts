@@ -5,7 +5,7 @@ import { Cleanups, cephTestEnv, testCluster, testNamespace, uniqueName } from '.
 const env = cephTestEnv();
 const MiB = 1 << 20;
 
-describe.skipIf(!env)('ceph handle leak check', () => {
+describe('ceph handle leak check', () => {
   const cleanups = new Cleanups();
   let cluster: RadosCluster;
   let io: IoCtx;

@@ -33,7 +33,7 @@ async function readFileLatencies(
   return { max: samples.at(-1) ?? 0, median: samples[samples.length >> 1] ?? 0, count: samples.length, doneFirst };
 }
 
-describe.skipIf(!env)('ceph calls run on addon threads, not the libuv pool', () => {
+describe('ceph calls run on addon threads, not the libuv pool', () => {
   const cleanups = new Cleanups();
   let cluster: RadosCluster;
   let vms: IoCtx;

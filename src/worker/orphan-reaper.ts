@@ -1,0 +1,121 @@
+import type { Client } from '@temporalio/client';
+import { imageExists, listImages, openImage, removeImage } from '../ceph';
+import { parseDomainXml } from '../libvirt';
+import { IMAGE_SNAP, SNAP_PREFIX } from '../model/naming';
+import { META, snapDoneKey, snapOwnerKey } from '../model/types';
+import type { ActivityDeps } from '../../activities';
+import type { Logger } from './logger';
+
+/**
+ * Removes what runs that ended without compensating left behind: a terminated workflow, or one
+ * that hit its run timeout, gets no compensation from Temporal (temporalio/temporal#1412), and its
+ * local activities may even have finished a snapshot after the termination. Only things vmsnap
+ * recorded as a workflow's own are considered, and only once that workflow is no longer running:
+ *  - unfinished images (`vmsnap.state` != complete) in the image pool;
+ *  - `vmsnap-*` snapshots on this host's domains' RBD disks with a `vmsnap.snap-owner.*` record and
+ *    no `vmsnap.done.*` mark (kept snapshot-only results carry that mark).
+ */
+export class OrphanReaper {
+  private timer?: NodeJS.Timeout;
+  private running = false;
+
+  constructor(
+    private readonly deps: ActivityDeps,
+    private readonly client: Client,
+    private readonly imagePool: string,
+    private readonly log: Logger,
+    private readonly intervalMs: number,
+  ) {}
+
+  start(): void {
+    this.timer = setInterval(() => void this.sweep().catch((err: unknown) => this.log.warn('orphan sweep failed', { error: String(err) })), this.intervalMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+  }
+
+  async sweep(): Promise<{ images: string[]; snaps: string[] }> {
+    if (this.running) return { images: [], snaps: [] };
+    this.running = true;
+    try {
+      const open = new Map<string, boolean>();
+      const isRunning = async (workflowId: string) => {
+        if (!open.has(workflowId)) {
+          const status = await this.client.workflow
+            .getHandle(workflowId)
+            .describe()
+            .then((d) => d.status.name, (err: unknown) => ((err as Error).name === 'WorkflowNotFoundError' ? 'NOT_FOUND' : 'UNKNOWN'));
+          // UNKNOWN (Temporal unreachable): treat as running — never delete on a guess.
+          open.set(workflowId, status === 'RUNNING' || status === 'UNKNOWN');
+        }
+        return open.get(workflowId)!;
+      };
+      const images = await this.reapImages(isRunning);
+      const snaps = await this.reapSnaps(isRunning);
+      if (images.length || snaps.length) this.log.warn('removed leftovers of runs that ended uncompensated', { images, snaps });
+      return { images, snaps };
+    } finally {
+      this.running = false;
+    }
+  }
+
+  private async reapImages(isRunning: (id: string) => Promise<boolean>): Promise<string[]> {
+    const io = await this.deps.ioctx(this.imagePool);
+    const removed: string[] = [];
+    for (const name of await listImages(io)) {
+      const img = await openImage(io, name).catch(() => undefined);
+      if (!img) continue;
+      let workflowId: string | null = null;
+      try {
+        const meta = await img.metadataList();
+        if (meta[META.owner] !== 'vmsnap' || meta[META.state] === 'complete') continue;
+        if (meta[META.image] !== undefined && meta[META.image] !== `${this.imagePool}/${name}`) continue;
+        workflowId = meta[META.workflowId] ?? null;
+        if (!workflowId || (await isRunning(workflowId))) continue;
+        if (await img.snapExists(IMAGE_SNAP)) {
+          if (await img.isSnapProtected(IMAGE_SNAP)) await img.unprotectSnap(IMAGE_SNAP);
+          await img.removeSnap(IMAGE_SNAP);
+        }
+      } finally {
+        await img.close();
+      }
+      if (workflowId && (await imageExists(io, name))) {
+        await removeImage(io, name);
+        removed.push(`${this.imagePool}/${name} (workflow ${workflowId})`);
+      }
+    }
+    return removed;
+  }
+
+  private async reapSnaps(isRunning: (id: string) => Promise<boolean>): Promise<string[]> {
+    const lv = await this.deps.libvirt();
+    const removed: string[] = [];
+    for (const dom of await lv.listDomains()) {
+      const info = parseDomainXml(await lv.getDomainXml(dom));
+      for (const disk of info.disks) {
+        if (!disk.rbd || disk.rbd.snapshot) continue;
+        const io = await this.deps.ioctx(disk.rbd.pool, disk.rbd.namespace).catch(() => undefined);
+        if (!io) continue;
+        const img = await openImage(io, disk.rbd.image).catch(() => undefined);
+        if (!img) continue;
+        try {
+          const meta = await img.metadataList();
+          for (const snap of await img.listSnaps()) {
+            if (!snap.name.startsWith(SNAP_PREFIX)) continue;
+            const owner = meta[snapOwnerKey(snap.name)];
+            if (!owner || meta[snapDoneKey(snap.name)] !== undefined || (await isRunning(owner))) continue;
+            if (await img.isSnapProtected(snap.name)) await img.unprotectSnap(snap.name);
+            await img.removeSnap(snap.name);
+            await img.metadataRemove(snapOwnerKey(snap.name));
+            removed.push(`${disk.rbd.pool}/${disk.rbd.image}@${snap.name} (workflow ${owner})`);
+          }
+        } finally {
+          await img.close();
+        }
+      }
+    }
+    return removed;
+  }
+}
