@@ -6,13 +6,13 @@
  * rbd_flatten of the clone (1 GiB copied), and only then virDomainFSThaw. Connections are kept
  * open, as in a long-running nova-compute. Everything it creates is removed after the thaw.
  */
-import { cloneImage, openImage, removeImage } from '../src/ceph';
+import { cloneImage, openImage } from '../src/ceph';
 import type { Image, IoCtx } from '../src/ceph';
 import type { BigImage } from './big-image';
 import { nowMs } from './clock';
 import type { Contender, RunTiming } from './contender';
 import { gapsOf } from './contender';
-import { AGENT_TIMEOUT_SEC, ensureThawed, removeSnapIfAny } from './lab-context';
+import { AGENT_TIMEOUT_SEC, ensureThawed, removeImageRetrying, removeSnapIfAny } from './lab-context';
 import type { Guest, LabContext } from './lab-context';
 
 export function novaContender(ctx: LabContext, big: BigImage, imagesIo: IoCtx): Contender {
@@ -54,7 +54,7 @@ export function novaContender(ctx: LabContext, big: BigImage, imagesIo: IoCtx): 
       } finally {
         if (frozen) await ensureThawed(ctx, guest);
         await clone?.close().catch(() => undefined);
-        if (cloned) await removeImage(imagesIo, cloneName);
+        if (cloned) await removeImageRetrying(imagesIo, cloneName);
         for (const img of [...guest.images, big.image]) await removeSnapIfAny(img, snap);
       }
     },

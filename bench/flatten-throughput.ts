@@ -3,12 +3,13 @@
  * progress callback as flattenDisk uses it) vs `rbd flatten` (one process) on clones of the same
  * 1 GiB snapshot, interleaved with alternating order. Each clone is removed right after.
  */
-import { cloneImage, openImage, removeImage } from '../src/ceph';
+import { cloneImage, openImage } from '../src/ceph';
 import type { IoCtx } from '../src/ceph';
 import { run } from '../src/lab/cli-tools';
 import { BASE_SNAP } from './big-image';
 import type { BigImage } from './big-image';
 import { nowMs } from './clock';
+import { removeImageRetrying } from './lab-context';
 import type { LabContext } from './lab-context';
 import { summarize } from './stats';
 import type { Summary } from './stats';
@@ -56,7 +57,7 @@ export async function flattenThroughput(ctx: LabContext, big: BigImage, imagesIo
         (how === 'binding' ? bindingMs : cliMs).push(ms);
         log(`  flatten ${how} rep ${i + 1}/${reps}: ${ms.toFixed(0)} ms`);
       } finally {
-        await removeImage(imagesIo, name);
+        await removeImageRetrying(imagesIo, name);
       }
     }
   }

@@ -1,6 +1,6 @@
 /**
  * The interleaved freeze-window loop for one configuration (guest × paxos): rounds of
- * floor, naive, nova, vmsnap (A B C D A B C D …), each run measured on the host (freeze call
+ * floor, naive, nova, vmsnap (A B C D, B C D A, …: interleaved, start rotating), each run measured on the host (freeze call
  * start → thaw call return) and by the guest probe. A failed run is retried once after a pause
  * (the lab is shared: another engineer's run may hold the guest); a second failure is recorded.
  */
@@ -35,15 +35,22 @@ export interface LoopOptions {
 
 export async function freezeWindowLoop(guest: Guest, contenders: readonly Contender[], o: LoopOptions): Promise<Sample[]> {
   const samples: Sample[] = [];
+  // The same pause before every run, long enough for the previous run's snapshot removals (and
+  // the OSDs' purged-snap reports that follow them) to be committed by the monitor: otherwise the
+  // next snapshot waits for the monitor's next proposal slot (up to paxos_propose_interval), and a
+  // contender's position after a longer pause would be an advantage. The starting contender
+  // rotates every round (A B C D, B C D A, ...) so no one always follows the same neighbour.
+  const pause = Math.max(o.pauseMs, o.paxos * 2000 + 300);
   for (let round = 0; round < o.runs; round++) {
-    for (const c of contenders) {
+    const order = contenders.map((_, i) => contenders[(i + round) % contenders.length]!);
+    for (const c of order) {
       const s = await measureOnce(guest, c, round, o);
       samples.push(s);
       o.log(
         `  ${guest.name} paxos=${o.paxos} round ${round + 1}/${o.runs} ${c.name.padEnd(6)} ` +
           (s.ok ? `host ${s.hostWindowMs!.toFixed(1)} ms, probe ${s.probeGapMs?.toFixed(1) ?? '-'} ms` : `FAILED: ${s.error}`),
       );
-      await sleep(c.name === 'nova' ? o.pauseMs * 3 : o.pauseMs);
+      await sleep(pause);
     }
   }
   return samples;
@@ -67,10 +74,19 @@ async function measureOnce(guest: Guest, c: Contender, round: number, o: LoopOpt
         ...(t.extra ? { extra: t.extra } : {}),
       };
     } catch (err) {
-      lastError = err instanceof Error ? err.message : String(err);
+      lastError = messageOf(err);
       o.log(`  ${guest.name} ${c.name} attempt ${attempt} failed: ${lastError}`);
       await sleep(2000);
     }
   }
   return { ...base, ok: false, attempts: 2, error: lastError };
+}
+
+/** The innermost cause's message (a failed workflow's own failure, e.g. DomainBusy), with its type. */
+export function messageOf(err: unknown): string {
+  let e: unknown = err;
+  while (e instanceof Error && e.cause instanceof Error) e = e.cause;
+  const type = (e as { type?: string } | undefined)?.type;
+  const msg = e instanceof Error ? e.message : String(e);
+  return type ? `${type}: ${msg}` : msg;
 }

@@ -3,7 +3,7 @@
  * (admin), an ioctx per pool, and per guest its domain ref and RBD data disks. Contenders that are
  * "connections already open" use these; the others open their own.
  */
-import { openImage, RadosCluster } from '../src/ceph';
+import { isBusy, openImage, RadosCluster, removeImage } from '../src/ceph';
 import type { Image, IoCtx } from '../src/ceph';
 import { loadLabEnv } from '../src/lab/env';
 import type { LabEnv } from '../src/lab/env';
@@ -102,4 +102,20 @@ export async function removeSnapIfAny(image: Image, snap: string): Promise<void>
   if (!(await image.snapExists(snap))) return;
   if (await image.isSnapProtected(snap)) await image.unprotectSnap(snap);
   await image.removeSnap(snap);
+}
+
+/**
+ * rbd_remove, retried while it fails EBUSY: right after a handle on the image was closed (or a
+ * worker's activity closed it) its watch can linger briefly and the remove is refused.
+ */
+export async function removeImageRetrying(io: IoCtx, name: string, attempts = 10): Promise<void> {
+  for (let i = 1; ; i++) {
+    try {
+      await removeImage(io, name);
+      return;
+    } catch (err) {
+      if (!isBusy(err) || i >= attempts) throw err;
+      await new Promise((r) => setTimeout(r, 500 * i));
+    }
+  }
 }

@@ -4,11 +4,13 @@
  * The lab has two guests with an agent and vmsnap allows one snapshot per VM at a time (the
  * per-domain lock refuses a second run with DomainBusy), so N concurrent consistentSnapshot runs
  * of real guests cannot exist here. What runs instead, all at once on the one worker:
- *   - N−2 `rbdOnlySnapshot` workflows (load-workflows.ts): the same snapshot/clone/flatten/
- *     finalize activities on RBD images that no VM uses (8 MiB, 4 MiB written), nothing frozen;
- *   - 2 guest lanes running the real consistentSnapshot back to back while the load lasts:
+ *   - N−2 slots, each keeping one `rbdOnlySnapshot` workflow (load-workflows.ts) in flight: the
+ *     same snapshot/clone/flatten/finalize activities on RBD images that no VM uses (8 MiB, 4 MiB
+ *     written), nothing frozen;
+ *   - 2 guest lanes running the real consistentSnapshot back to back:
  *     vmsnap-g1 in snapshot-only mode (its freeze window is the "under load" figure, compared
  *     with the same runs on the same worker before the load) and vmsnap-g3 in full clone mode.
+ * The slots keep their workflows in flight until both lanes have done their runs.
  * Reported: workflows/min over the load phase, freeze window idle vs under load, the worker's
  * peak RSS (and with its snapshotter child).
  */
@@ -17,7 +19,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
-import { createImage, openImage, removeImage } from '../src/ceph';
+import { createImage, isNotFound, openImage } from '../src/ceph';
 import type { IoCtx } from '../src/ceph';
 import type { SnapshotRequest } from '../src/model/input';
 import type { SnapshotResult } from '../src/model/types';
@@ -25,8 +27,9 @@ import { nowMs, sleep } from './clock';
 import { removeKeptSnapshots, runSnapshotWorkflow, windowFromHistory } from './contender-vmsnap';
 import type { WorkflowRun } from './contender-vmsnap';
 import type { Guest, LabContext } from './lab-context';
-import { removeSnapIfAny } from './lab-context';
+import { removeImageRetrying, removeSnapIfAny } from './lab-context';
 import type { rbdOnlySnapshot } from './load-workflows';
+import { messageOf } from './freeze-window';
 import { probeGap } from './probe-gap';
 import { summarize } from './stats';
 import type { Summary } from './stats';
@@ -43,6 +46,8 @@ export interface WindowSample {
   probeGapMs?: number;
   e2eMs: number;
   stepsMs: Record<string, number>;
+  /** Workflows in flight on the worker when this run started (load test only). */
+  inFlightAtStart?: number;
 }
 
 export interface LoadResult {
@@ -151,9 +156,9 @@ async function removeOwnImage(io: IoCtx, name: string): Promise<void> {
     } finally {
       await img.close();
     }
-    await removeImage(io, name);
-  } catch {
-    // already gone
+    await removeImageRetrying(io, name);
+  } catch (err) {
+    if (!isNotFound(err)) process.stderr.write(`bench: could not remove ${io.pool}/${name}: ${String(err)}\n`);
   }
 }
 
@@ -199,7 +204,7 @@ export async function loadTest(ctx: LabContext, client: Client, g1: Guest, g3: G
       }
     }
 
-    o.log(`  load: ${nRbd} rbdOnlySnapshot workflows + 2 guest lanes (g1 snapshot-only, g3 full clone) on one worker`);
+    o.log(`  load: ${nRbd} rbdOnlySnapshot slots (each starts its next workflow when one ends) + 2 guest lanes (g1 snapshot-only, g3 full clone) on one worker`);
     let inFlight = 0;
     let peakInFlight = 0;
     const track = async <T>(p: Promise<T>): Promise<T> => {
@@ -215,61 +220,71 @@ export async function loadTest(ctx: LabContext, client: Client, g1: Guest, g3: G
     let lastDone = t0;
     const rbdErrors: string[] = [];
     let rbdDone = 0;
-    const rbdRuns = sources.map(async (src, i) => {
-      const handle = await client.workflow.start<typeof rbdOnlySnapshot>('rbdOnlySnapshot', {
-        taskQueue: worker.taskQueue,
-        workflowId: `bench-rbd-only-${tag}-${i}`,
-        args: [{ source: { pool: vmsIo.pool, image: src }, snap: `vmsnap-bench-${tag}-${i}`, image: { pool: imagesIo.pool, image: `bench-load-img-${tag}-${i}` } }],
-        workflowExecutionTimeout: '15m',
-      });
-      try {
-        await track(handle.result());
-        rbdDone++;
-        lastDone = nowMs();
-      } catch (err) {
-        rbdErrors.push(err instanceof Error ? err.message : String(err));
+    let rbdStarted = 0;
+    let stopping = false;
+    // Sustained load: every slot keeps one rbdOnlySnapshot in flight until the lanes are done.
+    // The bench removes each finished image itself (outside the worker) so the pool stays small.
+    const slot = async (i: number): Promise<void> => {
+      for (let k = 0; !stopping; k++) {
+        const image = `bench-load-img-${tag}-${i}-${k}`;
+        rbdStarted++;
+        try {
+          const handle = await client.workflow.start<typeof rbdOnlySnapshot>('rbdOnlySnapshot', {
+            taskQueue: worker.taskQueue,
+            workflowId: `bench-rbd-only-${tag}-${i}-${k}`,
+            args: [{ source: { pool: vmsIo.pool, image: sources[i]! }, snap: `vmsnap-bench-${tag}-${i}-${k}`, image: { pool: imagesIo.pool, image } }],
+            workflowExecutionTimeout: '15m',
+          });
+          await track(handle.result());
+          rbdDone++;
+          lastDone = nowMs();
+        } catch (err) {
+          rbdErrors.push(messageOf(err));
+          if (rbdErrors.length > 20) stopping = true;
+        } finally {
+          await removeOwnImage(imagesIo, image);
+        }
       }
-    });
-    const rbdAll = Promise.all(rbdRuns);
-    let rbdFinished = false;
-    void rbdAll.then(() => (rbdFinished = true));
+    };
+    const slots = Promise.all(sources.map((_, i) => slot(i)));
 
     const lanes: LoadResult['lanes'] = { g1: { completed: 0, failed: 0, errors: [] }, g3: { completed: 0, failed: 0, errors: [] } };
     const underLoad: WindowSample[] = [];
     const fullModeRuns: LoadResult['fullModeRuns'] = [];
     const lane = async (key: 'g1' | 'g3', guest: Guest, request: SnapshotRequest): Promise<void> => {
-      for (let i = 0; !rbdFinished || lanes[key]!.completed < o.minLaneRuns; i++) {
-        if (lanes[key]!.failed > 3) break;
+      for (let i = 0; lanes[key]!.completed < o.minLaneRuns && lanes[key]!.failed <= 3 && !(stopping && rbdErrors.length > 20); i++) {
         try {
+          const atStart = inFlight;
           const { run, sample } = await track(guestWindowRun(ctx, client, worker.taskQueue, guest, request));
           toClean.push(run.result);
           lanes[key]!.completed++;
           lastDone = nowMs();
-          if (key === 'g1') underLoad.push(sample);
+          if (key === 'g1') underLoad.push({ ...sample, inFlightAtStart: atStart });
           else fullModeRuns.push({ e2eMs: run.e2eMs, stepsMs: run.result.stepsMs });
-          o.log(`  load ${key} run ${i + 1}: window ${sample.hostWindowMs.toFixed(1)} ms, probe ${sample.probeGapMs?.toFixed(1) ?? '-'} ms, in flight ${inFlight}`);
+          o.log(`  load ${key} run ${i + 1}: window ${sample.hostWindowMs.toFixed(1)} ms, probe ${sample.probeGapMs?.toFixed(1) ?? '-'} ms, in flight at start ${atStart}, now ${inFlight}`);
         } catch (err) {
           lanes[key]!.failed++;
-          lanes[key]!.errors.push(err instanceof Error ? err.message : String(err));
+          lanes[key]!.errors.push(messageOf(err));
         }
       }
     };
-    await Promise.all([
-      lane('g1', g1, g1Request),
-      lane('g3', g3, { domain: g3.name, quiesce: 'require', target: { clone: true, pool: imagesIo.pool } }),
-      rbdAll,
-    ]);
+    // Let the slots fill the worker before the first guest run.
+    await sleep(1000);
+    await Promise.all([lane('g1', g1, g1Request), lane('g3', g3, { domain: g3.name, quiesce: 'require', target: { clone: true, pool: imagesIo.pool } })]);
+    stopping = true;
+    await slots;
     const elapsedMs = lastDone - t0;
     const completed = rbdDone + lanes.g1!.completed + lanes.g3!.completed;
+    void rbdStarted;
     const idleHost = summarize(idle.map((s) => s.hostWindowMs));
     const loadHost = summarize(underLoad.map((s) => s.hostWindowMs));
     return {
       approach:
-        `${nRbd} rbdOnlySnapshot workflows (real snapshot/clone/flatten/finalize activities on 8 MiB RBD-only images) started at once, ` +
-        'plus 2 guest lanes of the real consistentSnapshot (vmsnap-g1 snapshot-only, vmsnap-g3 full clone) back to back while they ran, one worker process',
+        `${nRbd} slots each keeping one rbdOnlySnapshot workflow in flight (real snapshot/clone/flatten/finalize activities on 8 MiB RBD-only images), ` +
+        'plus 2 guest lanes of the real consistentSnapshot (vmsnap-g1 snapshot-only, vmsnap-g3 full clone) back to back, one worker process',
       inFlightTarget: o.workflows,
       peakInFlight,
-      rbdOnly: { started: nRbd, completed: rbdDone, failed: rbdErrors.length, errors: rbdErrors.slice(0, 5) },
+      rbdOnly: { started: rbdStarted, completed: rbdDone, failed: rbdErrors.length, errors: rbdErrors.slice(0, 5) },
       lanes,
       elapsedMs,
       workflowsPerMin: completed / (elapsedMs / 60_000),
@@ -283,9 +298,6 @@ export async function loadTest(ctx: LabContext, client: Client, g1: Guest, g3: G
     clearInterval(sampler);
     await worker.stop().catch(() => undefined);
     for (const r of toClean) await removeResultImages(ctx, r);
-    for (let i = 0; i < sources.length; i++) {
-      await removeOwnImage(imagesIo, `bench-load-img-${tag}-${i}`);
-      await removeOwnImage(vmsIo, sources[i]!);
-    }
+    for (const name of sources) await removeOwnImage(vmsIo, name);
   }
 }

@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 
 export interface BenchOptions {
   quick: boolean;
+  window: boolean;
   runs: number;
   guests: ('1disk' | '3disk')[];
   paxos: number[];
@@ -15,7 +16,7 @@ export interface BenchOptions {
 }
 
 export const USAGE = `npm run bench -- [--quick] [--runs N] [--guests 1disk,3disk] [--paxos 0.1,1.0]
-    [--no-flatten] [--flatten-reps N] [--no-load] [--load-workflows N] [--pause-ms MS] [--out DIR]
+    [--no-window] [--no-flatten] [--flatten-reps N] [--no-load] [--load-workflows N] [--pause-ms MS] [--out DIR]
   --quick: 5 runs per contender, the 1-disk guest, paxos 0.1, flatten 1 rep, no load test.`;
 
 export function parseOptions(argv: string[]): BenchOptions {
@@ -26,6 +27,7 @@ export function parseOptions(argv: string[]): BenchOptions {
       runs: { type: 'string' },
       guests: { type: 'string' },
       paxos: { type: 'string' },
+      'no-window': { type: 'boolean', default: false },
       'no-flatten': { type: 'boolean', default: false },
       'flatten-reps': { type: 'string' },
       'no-load': { type: 'boolean', default: false },
@@ -49,6 +51,7 @@ export function parseOptions(argv: string[]): BenchOptions {
   if (!Number.isInteger(runs) || runs < 1) throw new Error('--runs must be a positive integer');
   return {
     quick,
+    window: !values['no-window'],
     runs,
     guests,
     paxos,

@@ -87,7 +87,7 @@ async function main(): Promise<void> {
       novaContender(ctx, big, imagesIo),
       vmsnapContender(ctx, worker.client, worker.taskQueue),
     ];
-    for (const paxos of o.paxos) {
+    for (const paxos of o.window ? o.paxos : []) {
       await setPaxos(paxos);
       for (const name of guestNames) {
         const guest = await ctx.guest(name);
@@ -109,7 +109,7 @@ async function main(): Promise<void> {
       load = await loadTest(ctx, worker.client, await ctx.guest(ctx.env.guests!.oneDisk), await ctx.guest(ctx.env.guests!.threeDisk), {
         workflows: o.loadWorkflows,
         idleRuns: 5,
-        minLaneRuns: 3,
+        minLaneRuns: o.quick ? 2 : 5,
         log,
       }).catch((err: unknown) => {
         errors.push(`load test: ${err instanceof Error ? err.stack : String(err)}`);

@@ -20,6 +20,8 @@ PACKAGES=(
   qemu-system-x86 qemu-block-extra qemu-utils
   # guest image: busybox initramfs, ext4 tools
   busybox-static e2fsprogs cpio xz-utils
+  # bench: the freeze-window plot, SVG → PNG
+  librsvg2-bin
   # the lab scripts: uuidgen, pgrep/ps, fuser, ss, setsid/taskset, timeout/numfmt, curl
   uuid-runtime procps psmisc iproute2 util-linux coreutils curl ca-certificates
   # node-gyp for the librbd addon (headers from the node package, never downloaded)

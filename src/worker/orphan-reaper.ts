@@ -67,7 +67,7 @@ export class OrphanReaper {
     for (const name of await listImages(io)) {
       const img = await openImage(io, name).catch(() => undefined);
       if (!img) continue;
-      let workflowId: string | null = null;
+      let workflowId: string | null;
       try {
         const meta = await img.metadataList();
         if (meta[META.owner] !== 'vmsnap' || meta[META.state] === 'complete') continue;

@@ -1,0 +1,42 @@
+/**
+ * Re-records the workflow histories the replay test uses (test/fixtures/histories), from real
+ * runs on the lab. Run after a deliberate, compatible workflow change:
+ *   npx tsx scripts/record-histories.ts [guest...]
+ * The integration tests refresh the happy-path ones as a side effect too.
+ */
+import { rmSync } from 'node:fs';
+import path from 'node:path';
+import { startHarness, uniqueId } from '../test/helpers/harness';
+import { recordHistory, HISTORY_DIR } from '../test/helpers/histories';
+import { CephView } from '../test/helpers/ceph-inspect';
+import type { SnapshotResult } from '../src/model/types';
+
+const CASES: Record<string, (v: Record<string, string>) => { name: string; input: Record<string, unknown> }> = {
+  noagent: (v) => ({ name: 'prefer-noagent', input: { domain: v.VMSNAP_GUEST_NOAGENT } }),
+  g1: (v) => ({ name: 'happy-1disk', input: { domain: v.VMSNAP_GUEST_1DISK, quiesce: 'require', verify: true } }),
+  g3: (v) => ({ name: 'happy-3disk', input: { domain: v.VMSNAP_GUEST_3DISK, quiesce: 'require', verify: true } }),
+};
+
+async function main(): Promise<void> {
+  const which = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(CASES);
+  const h = await startHarness();
+  const ceph = new CephView(h.vars);
+  try {
+    for (const key of which) {
+      const { name, input } = CASES[key](h.vars);
+      const id = uniqueId(name);
+      const result: SnapshotResult = await h.client.workflow.execute('consistentSnapshot', { taskQueue: h.hw.taskQueue, workflowId: id, args: [input] });
+      rmSync(path.join(HISTORY_DIR, `${name}.json`), { force: true });
+      await recordHistory(h.client, id, name);
+      for (const d of result.disks) if (d.image) await ceph.removeImage('images', d.image.split('/')[1]);
+      console.log(`recorded ${name} (${id}), quiesced=${result.quiesced}`);
+    }
+  } finally {
+    await h.stop();
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
