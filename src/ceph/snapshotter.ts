@@ -32,6 +32,8 @@ export interface SnapshotterOptions extends ConnectOptions {
    * snapshot, its removal) wait for them. Harmless to anyone else: the session is dead.
    */
   evictWith?: RadosCluster | (() => Promise<RadosCluster>);
+  /** Called with each child's librados address once it is connected (for fencing after a crash). */
+  onChildReady?: (addrs: string) => void;
 }
 
 export interface BoundOptions {
@@ -257,6 +259,7 @@ export class Snapshotter {
     proc.on('message', (m: FromChild) => {
       if (m.type === 'ready') {
         child.addrs = m.addrs;
+        if (m.addrs) this.options.onChildReady?.(m.addrs);
         onReady();
       }
       else if (m.type === 'fatal') {
@@ -274,7 +277,7 @@ export class Snapshotter {
       this.kill(child);
     }, this.options.startTimeoutMs ?? 15_000);
     ready.then(() => clearTimeout(startTimeout), () => clearTimeout(startTimeout));
-    const { startTimeoutMs: _ignored, idleCloseMs = 5000, evictWith: _cluster, ...connect } = this.options;
+    const { startTimeoutMs: _ignored, idleCloseMs = 5000, evictWith: _cluster, onChildReady: _ready, ...connect } = this.options;
     const init: ToChild = { type: 'init', options: connect, idleCloseMs };
     proc.send(init);
     this.child = child;

@@ -6,9 +6,11 @@ import type { Config } from '../config';
 import { FreezeGuard } from '../host/freeze-guard';
 import { Metrics } from '../host/metrics';
 import { jsonLogger } from './logger';
+import { SessionFence } from './fencing';
 import type { Logger } from './logger';
 
 export interface HostDeps extends ActivityDeps {
+  fence: SessionFence;
   close(): Promise<void>;
 }
 
@@ -24,7 +26,12 @@ export function createHostDeps(config: Config, metrics = new Metrics(), log: Log
   const cephOpts = { conf: config.ceph.conf, id: config.ceph.id, keyring: config.ceph.keyring };
   // evictWith: a killed snapshotter's dead session is fenced at once, so a snapshot it left with a
   // hung lock owner appears (and is removed) promptly instead of ~30 s later.
-  const snapshotter = new Snapshotter({ ...cephOpts, evictWith: () => cluster() });
+  const fence = new SessionFence(config.stateDir);
+  const snapshotter = new Snapshotter({
+    ...cephOpts,
+    evictWith: () => cluster(),
+    onChildReady: (addrs) => void fence.record('snapshotter', addrs).catch(() => undefined),
+  });
   const guard = new FreezeGuard({ libvirtUri: config.libvirt.uri, stateDir: config.stateDir });
 
   const libvirt = () => {
@@ -61,6 +68,7 @@ export function createHostDeps(config: Config, metrics = new Metrics(), log: Log
     guard,
     metrics,
     log,
+    fence,
     async close() {
       await snapshotter.close();
       for (const io of pools.values()) await io.then((i) => i.close()).catch(() => undefined);

@@ -48,6 +48,10 @@ export async function createHostWorker(config: Config, log: Logger = jsonLogger(
   const deps = createHostDeps(config, metrics, log);
   const taskQueue = hostTaskQueue(config.host);
 
+  // Fence what a killed predecessor left (its watches would stall our snapshots), then record ours.
+  const cluster = await deps.rados();
+  await deps.fence.fencePrevious(cluster, log);
+  await deps.fence.record('worker', await cluster.addrs());
   // The snapshotter process must be up before the first freeze: its start is not paid inside a window.
   await deps.snapshotter.start();
   const lv = await deps.libvirt();

@@ -126,7 +126,9 @@ async function outcome(handle: WorkflowHandle): Promise<{ status: string; result
 async function leftovers(workflowId: string, completed: SnapshotResult | undefined): Promise<string[]> {
   const out: string[] = [];
   for (const img of (await ceph.images('vms')).filter((i) => i.startsWith(`${guest}-`))) {
-    for (const s of await ceph.vmsnapSnaps('vms', img)) out.push(`vms/${img}@${s}`);
+    // This run's snapshots only (its names derive from the workflow id), so one failed cell
+    // does not fail the ones after it.
+    for (const s of await ceph.vmsnapSnaps('vms', img)) if (s === `vmsnap-${workflowId}`) out.push(`vms/${img}@${s}`);
   }
   const mine = (await ceph.images('images')).filter((i) => i.includes(workflowId));
   const owned = new Set((completed?.disks ?? []).map((d) => d.image?.split('/')[1]));

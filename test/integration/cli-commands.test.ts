@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -48,6 +48,26 @@ describe('vmsnap CLI on the lab', () => {
     const human = await vmsnapCli(['status', id], env);
     expect(human.stdout).toContain(`${id}: COMPLETED`);
     for (const d of result.disks) await ceph.removeImage('images', d.image!.split('/')[1]);
+  });
+
+  it('the same input works with `temporal workflow start` (README)', async () => {
+    const id = uniqueId('tcli');
+    const input = JSON.stringify({ domain: g1, quiesce: 'require', target: { clone: false } });
+    await new Promise<void>((resolve, reject) =>
+      execFile(
+        need(h.vars, 'TEMPORAL_BIN'),
+        ['workflow', 'start', '--address', need(h.vars, 'TEMPORAL_ADDRESS'), '--type', 'consistentSnapshot', '--task-queue', h.hw.taskQueue, '--workflow-id', id, '--input', input],
+        { timeout: 60_000 },
+        (err) => (err ? reject(err) : resolve()),
+      ),
+    );
+    const result = (await h.client.workflow.getHandle(id).result()) as SnapshotResult;
+    expect(result.quiesced).toBe(true);
+    const [pool, image] = result.disks[0].source.split('/');
+    const snap = result.disks[0].snapshot.split('@')[1];
+    await ceph.rbd('snap', 'rm', `${pool}/${image}@${snap}`);
+    await ceph.rbd('image-meta', 'remove', `${pool}/${image}`, `vmsnap.done.${snap}`).catch(() => undefined);
+    await ceph.rbd('image-meta', 'remove', `${pool}/${image}`, `vmsnap.snap-owner.${snap}`).catch(() => undefined);
   });
 
   it('cancel ends a run as cancelled, with nothing left behind', async () => {

@@ -169,6 +169,7 @@ describe('consistentSnapshot on the lab', () => {
     expect(await ceph.images(IMAGES)).toEqual(before);
     await ceph.rbd('snap', 'rm', `${pool}/${image}@${snap}`);
     await ceph.rbd('image-meta', 'remove', `${pool}/${image}`, `vmsnap.done.${snap}`).catch(() => undefined);
+    await ceph.rbd('image-meta', 'remove', `${pool}/${image}`, `vmsnap.snap-owner.${snap}`).catch(() => undefined);
   });
 
   it('a second concurrent snapshot of the same VM is refused while the first runs', async () => {
