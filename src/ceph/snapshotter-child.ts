@@ -93,4 +93,18 @@ process.on('message', (m: ToChild) => {
   );
 });
 
-process.on('disconnect', () => process.exit(0));
+// On the parent's disconnect (its close(), or its death) close the images before exiting: a
+// process that exits with an image open leaves its header watch behind for ~30 s, and every
+// snapshot of that image meanwhile waits on the dead watcher (far past the snapshot bound).
+process.on('disconnect', () => {
+  setTimeout(() => process.exit(0), 3000).unref();
+  void (async () => {
+    for (const e of images.values()) {
+      clearTimeout(e.timer);
+      await e.image.then((i) => i.close()).catch(() => {});
+    }
+    images.clear();
+    for (const io of ioctxs.values()) await io.then((i) => i.close()).catch(() => {});
+    await cluster?.shutdown().catch(() => {});
+  })().finally(() => process.exit(0));
+});

@@ -46,13 +46,18 @@ async function main(argv: string[]): Promise<number> {
   return (await load()).run(rest);
 }
 
-main(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (err: unknown) => {
-    const code = err instanceof CliError ? err.exitCode : Exit.failed;
-    process.stderr.write(`vmsnap: ${err instanceof Error ? err.message : String(err)}\n`);
-    process.exitCode = code;
-  },
-);
+/**
+ * The command is done: exit with its code. A client library may keep a reconnect timer or socket
+ * alive after a failed connection (an unreachable Temporal, say); a scheduler waiting on us must
+ * not wait on that, so after a short grace for stdout/stderr to drain the process exits anyway.
+ */
+function finish(code: number): void {
+  process.exitCode = code;
+  setTimeout(() => process.exit(code), 1000).unref();
+}
+
+main(process.argv.slice(2)).then(finish, (err: unknown) => {
+  const code = err instanceof CliError ? err.exitCode : Exit.failed;
+  process.stderr.write(`vmsnap: ${err instanceof Error ? err.message : String(err)}\n`);
+  finish(code);
+});

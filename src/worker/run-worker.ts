@@ -4,7 +4,7 @@ import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/wo
 import { createActivities } from '../../activities';
 import { hostTaskQueue } from '../config';
 import type { Config } from '../config';
-import { Metrics } from '../host/metrics';
+import { M, Metrics } from '../host/metrics';
 import { createHostDeps } from './host-deps';
 import type { HostDeps } from './host-deps';
 import { jsonLogger } from './logger';
@@ -36,6 +36,9 @@ let runtimeInstalled = false;
  */
 export async function createHostWorker(config: Config, log: Logger = jsonLogger({ host: config.host })): Promise<HostWorker> {
   const metrics = new Metrics();
+  // Declared up front so /metrics shows vmsnap's series before the first freeze.
+  metrics.set(M.frozenGuests, 0);
+  metrics.inc(M.thaws, { layer: 'workflow' }, 0);
   const sdkMetricsPort = config.metricsPort ? config.metricsPort + 1 : 0;
   if (!runtimeInstalled) {
     // Once per process: the SDK's own logs at WARN (ours are JSON), its metrics on port+1.
