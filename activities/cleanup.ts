@@ -6,6 +6,7 @@ import type { ActivityDeps } from './deps';
 import { ownedBy } from './clone';
 import { translating } from './failures';
 import { removeSourceSnap } from './finalize';
+import { removeSnapIfPresent } from './snapshots';
 
 export interface RemoveImagesRequest {
   workflowId: string;
@@ -29,10 +30,7 @@ export function removeImages(deps: ActivityDeps) {
           notOwned.push(`${image.pool}/${image.image}`);
           continue;
         }
-        if (await img.snapExists(IMAGE_SNAP)) {
-          if (await img.isSnapProtected(IMAGE_SNAP)) await img.unprotectSnap(IMAGE_SNAP);
-          await img.removeSnap(IMAGE_SNAP);
-        }
+        await removeSnapIfPresent(img, IMAGE_SNAP);
       } finally {
         await img.close();
       }

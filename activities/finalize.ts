@@ -6,6 +6,7 @@ import { META, snapDoneKey, snapOwnerKey } from '../src/model/types';
 import type { RbdLocation } from '../src/model/types';
 import type { ActivityDeps } from './deps';
 import { translating } from './failures';
+import { removeSnapIfPresent } from './snapshots';
 
 export interface FinalizeRequest {
   source: RbdLocation;
@@ -76,11 +77,7 @@ export async function removeSourceSnap(deps: ActivityDeps, source: RbdLocation, 
   const src = await translating('open source image', () => openImage(io, source.image));
   try {
     await src.metadataRemove(snapDoneKey(snap)).catch(() => undefined);
-    const existed = await src.snapExists(snap);
-    if (existed) {
-      if (await src.isSnapProtected(snap)) await translating('unprotect source snapshot', () => src.unprotectSnap(snap));
-      await translating('remove source snapshot', () => src.removeSnap(snap));
-    }
+    const existed = await translating('remove source snapshot', () => removeSnapIfPresent(src, snap));
     // Last: while the owner key is there, the orphan reaper can still find a half-removed snapshot.
     await src.metadataRemove(snapOwnerKey(snap)).catch(() => undefined);
     return existed;

@@ -7,6 +7,7 @@ import type { RetentionImage, RetentionPolicy, RetentionResult } from '../src/mo
 import { META } from '../src/model/types';
 import type { ActivityDeps } from './deps';
 import { translating } from './failures';
+import { removeSnapIfPresent } from './snapshots';
 
 export interface RetentionRequest {
   pool: string;
@@ -101,10 +102,7 @@ async function pruneImage(io: IoCtx, name: string, req: RetentionRequest): Promi
     const foreign = snaps.filter((s) => s.name !== IMAGE_SNAP);
     if (foreign.length) return `has snapshots vmsnap did not make: ${foreign.map((s) => s.name).join(', ')}`;
     if ((await img.listChildren()).length) return 'has clones (in use)';
-    if (snaps.length) {
-      if (await img.isSnapProtected(IMAGE_SNAP)) await translating(`unprotect ${name}@${IMAGE_SNAP}`, () => img.unprotectSnap(IMAGE_SNAP));
-      await translating(`remove ${name}@${IMAGE_SNAP}`, () => img.removeSnap(IMAGE_SNAP));
-    }
+    await translating(`remove ${name}@${IMAGE_SNAP}`, () => removeSnapIfPresent(img, IMAGE_SNAP));
   } finally {
     await img.close();
   }

@@ -31,11 +31,15 @@ export function checkTargets(deps: ActivityDeps) {
     const staleSnaps: DiskPlan[] = [];
     let finished = 0;
     for (const d of req.disks) {
-      if (d.image ? await imageDone(deps, d, req.workflowId, staleImages) : await snapDone(deps, d)) {
-        finished++;
-        continue;
+      if (d.image) {
+        if (await imageDone(deps, d, req.workflowId, staleImages)) finished++;
+        else if ((await sourceSnapState(deps, d)).exists) staleSnaps.push(d);
+      } else {
+        // Snapshot-only: the kept snapshot is the result; one open tells both whether it exists and is done.
+        const src = await sourceSnapState(deps, d);
+        if (src.done) finished++;
+        else if (src.exists) staleSnaps.push(d);
       }
-      if (await snapExists(deps, d)) staleSnaps.push(d);
     }
     const complete = finished === req.disks.length;
     return complete ? { complete, staleImages: [], staleSnaps: [] } : { complete, staleImages, staleSnaps };
@@ -63,21 +67,13 @@ async function imageDone(deps: ActivityDeps, d: DiskPlan, workflowId: string, st
   }
 }
 
-async function snapDone(deps: ActivityDeps, d: DiskPlan): Promise<boolean> {
+/** Whether this run's snapshot exists on the source image, and whether it was marked finished. */
+async function sourceSnapState(deps: ActivityDeps, d: DiskPlan): Promise<{ exists: boolean; done: boolean }> {
   const io = await deps.ioctx(d.source.pool, d.source.namespace);
   const img = await translating('open source image', () => openImage(io, d.source.image));
   try {
-    return (await img.snapExists(d.sourceSnap)) && (await img.metadataGet(snapDoneKey(d.sourceSnap))) !== null;
-  } finally {
-    await img.close();
-  }
-}
-
-async function snapExists(deps: ActivityDeps, d: DiskPlan): Promise<boolean> {
-  const io = await deps.ioctx(d.source.pool, d.source.namespace);
-  const img = await translating('open source image', () => openImage(io, d.source.image));
-  try {
-    return await img.snapExists(d.sourceSnap);
+    const exists = await img.snapExists(d.sourceSnap);
+    return { exists, done: exists && (await img.metadataGet(snapDoneKey(d.sourceSnap))) !== null };
   } finally {
     await img.close();
   }

@@ -10,18 +10,21 @@ import path from 'node:path';
 export type FaultPoint = 'freeze:before-call' | 'freeze:after' | 'snapshot:after' | 'flatten:progress';
 
 export async function faultPoint(point: FaultPoint): Promise<void> {
-  const points = process.env.VMSNAP_FAULT_POINTS;
-  const dir = process.env.VMSNAP_FAULT_DIR;
-  if (!points || !dir || !points.split(',').includes(point)) return;
-  writeFileSync(path.join(dir, point.replace(':', '_')), String(Date.now()));
+  if (!mark(point)) return;
   const pause = Number(process.env.VMSNAP_FAULT_PAUSE_MS ?? 'Infinity');
   await new Promise((r) => setTimeout(r, Number.isFinite(pause) ? pause : 2 ** 31 - 1));
 }
 
 /** Marker only, no stall: for points inside callbacks that must not block. */
 export function faultMarker(point: FaultPoint): void {
+  mark(point);
+}
+
+/** Drops the point's marker file when the point is armed; returns whether it was. */
+function mark(point: FaultPoint): boolean {
   const points = process.env.VMSNAP_FAULT_POINTS;
   const dir = process.env.VMSNAP_FAULT_DIR;
-  if (!points || !dir || !points.split(',').includes(point)) return;
+  if (!points || !dir || !points.split(',').includes(point)) return false;
   writeFileSync(path.join(dir, point.replace(':', '_')), String(Date.now()));
+  return true;
 }

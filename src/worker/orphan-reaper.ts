@@ -4,6 +4,7 @@ import { parseDomainXml } from '../libvirt';
 import { IMAGE_SNAP, SNAP_PREFIX } from '../model/naming';
 import { META, snapDoneKey, snapOwnerKey } from '../model/types';
 import type { ActivityDeps } from '../../activities';
+import { removeSnapIfPresent } from '../../activities/snapshots';
 import type { Logger } from './logger';
 
 /**
@@ -74,10 +75,7 @@ export class OrphanReaper {
         if (meta[META.image] !== undefined && meta[META.image] !== `${this.imagePool}/${name}`) continue;
         workflowId = meta[META.workflowId] ?? null;
         if (!workflowId || (await isRunning(workflowId))) continue;
-        if (await img.snapExists(IMAGE_SNAP)) {
-          if (await img.isSnapProtected(IMAGE_SNAP)) await img.unprotectSnap(IMAGE_SNAP);
-          await img.removeSnap(IMAGE_SNAP);
-        }
+        await removeSnapIfPresent(img, IMAGE_SNAP);
       } finally {
         await img.close();
       }
@@ -106,8 +104,7 @@ export class OrphanReaper {
             if (!snap.name.startsWith(SNAP_PREFIX)) continue;
             const owner = meta[snapOwnerKey(snap.name)];
             if (!owner || meta[snapDoneKey(snap.name)] !== undefined || (await isRunning(owner))) continue;
-            if (await img.isSnapProtected(snap.name)) await img.unprotectSnap(snap.name);
-            await img.removeSnap(snap.name);
+            await removeSnapIfPresent(img, snap.name);
             await img.metadataRemove(snapOwnerKey(snap.name));
             removed.push(`${disk.rbd.pool}/${disk.rbd.image}@${snap.name} (workflow ${owner})`);
           }
