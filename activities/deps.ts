@@ -8,7 +8,10 @@ import type { Logger } from '../src/worker/logger';
 export interface ActivityDeps {
   /** Host id (task queue suffix) recorded in results. */
   host: string;
+  /** Read-write: freeze, thaw and every guest-agent command (libvirt refuses them read-only, error 29). */
   libvirt(): Promise<LibvirtClient>;
+  /** Read-only (libvirtd's `-ro` socket): lookups, domain state and XML. */
+  libvirtReadOnly(): Promise<LibvirtClient>;
   rados(): Promise<RadosCluster>;
   ioctx(pool: string, namespace?: string): Promise<IoCtx>;
   snapshotter: Snapshotter;

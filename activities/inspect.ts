@@ -7,12 +7,13 @@ import type { ActivityDeps } from './deps';
 import { translating } from './failures';
 
 /**
- * Read-only checks before anything changes: the domain exists and runs, its disks and their RBD
- * sources, the guest agent answers, the pools open with our key.
+ * Checks before anything changes: the domain exists and runs, its disks and their RBD sources,
+ * the guest agent answers, the pools open with our key. Everything but the agent ping goes over
+ * the read-only libvirt connection; libvirt allows agent commands only read-write.
  */
 export function inspectDomain(deps: ActivityDeps) {
   return async function inspectDomain(req: InspectRequest): Promise<InspectResult> {
-    const lv = await deps.libvirt();
+    const lv = await deps.libvirtReadOnly();
     const dom = await translating(`look up domain ${req.domain}`, () => lv.lookupDomain(req.domain));
     const { state } = await translating('read domain state', () => lv.getDomainState(dom));
     if (state !== 'running') {
@@ -23,9 +24,12 @@ export function inspectDomain(deps: ActivityDeps) {
     const disks = info.disks.filter((d) => d.device === 'disk').map(toInspected);
 
     const agent = { configured: info.hasAgentChannel, responding: false } as InspectResult['agent'];
-    if (req.quiesce !== 'skip' && info.hasAgentChannel) {
+    if (req.quiesce !== 'skip' && info.agentChannelState === 'disconnected') {
+      // libvirt already knows no qemu-ga has the channel open: no read-write call needed to say so.
+      agent.error = 'guest agent channel is disconnected (qemu-ga not running in the guest)';
+    } else if (req.quiesce !== 'skip' && info.hasAgentChannel) {
       try {
-        await lv.guestPing(dom, req.agentTimeoutSec);
+        await (await deps.libvirt()).guestPing(dom, req.agentTimeoutSec);
         agent.responding = true;
       } catch (err) {
         if (isAgentNotConfigured(err)) agent.configured = false;

@@ -32,6 +32,8 @@ export const ConfigSchema = z.strictObject({
   }),
   libvirt: z.strictObject({
     uri: z.string().min(1).max(4096).default('qemu:///system'),
+    /** For inspection; default: `uri` on libvirtd's read-only socket (`libvirt-sock-ro` beside the read-write one). */
+    readOnlyUri: z.string().min(1).max(4096).optional(),
   }),
   ceph: z.strictObject({
     conf: filePath.default('/etc/ceph/ceph.conf'),
@@ -78,7 +80,7 @@ export function fromEnv(env: NodeJS.ProcessEnv): ConfigOverrides {
       tls,
       apiKeyPath: env.VMSNAP_TEMPORAL_API_KEY_FILE,
     },
-    libvirt: { uri: env.VMSNAP_LIBVIRT_URI ?? env.LIBVIRT_DEFAULT_URI },
+    libvirt: { uri: env.VMSNAP_LIBVIRT_URI ?? env.LIBVIRT_DEFAULT_URI, readOnlyUri: env.VMSNAP_LIBVIRT_RO_URI },
     ceph: {
       conf: env.VMSNAP_CEPH_CONF ?? env.CEPH_CONF,
       id: env.VMSNAP_CEPH_ID,

@@ -11,6 +11,7 @@ export const COMMON_OPTIONS = {
   'temporal-address': { type: 'string' },
   namespace: { type: 'string' },
   'libvirt-uri': { type: 'string' },
+  'libvirt-ro-uri': { type: 'string' },
   'ceph-conf': { type: 'string' },
   'ceph-id': { type: 'string' },
   'ceph-keyring': { type: 'string' },
@@ -24,6 +25,7 @@ export const COMMON_HELP = `Common options:
   --temporal-address H:P   (VMSNAP_TEMPORAL_ADDRESS, default 127.0.0.1:7233)
   --namespace NS           (VMSNAP_TEMPORAL_NAMESPACE, default "default")
   --libvirt-uri URI        (VMSNAP_LIBVIRT_URI / LIBVIRT_DEFAULT_URI)
+  --libvirt-ro-uri URI     read-only, for inspection (VMSNAP_LIBVIRT_RO_URI; default: libvirt-sock-ro)
   --ceph-conf FILE --ceph-id ID --ceph-keyring FILE
   --host ID                hypervisor host id; selects the task queue vmsnap-<host>
   --state-dir DIR          host state (freeze journal), default /var/lib/vmsnap
@@ -41,7 +43,7 @@ export function configFrom(values: Record<string, unknown>): Config {
   const s = (k: string) => values[k] as string | undefined;
   const flags: ConfigOverrides = {
     temporal: { address: s('temporal-address'), namespace: s('namespace') },
-    libvirt: { uri: s('libvirt-uri') },
+    libvirt: { uri: s('libvirt-uri'), readOnlyUri: s('libvirt-ro-uri') },
     ceph: { conf: s('ceph-conf'), id: s('ceph-id'), keyring: s('ceph-keyring') },
     host: s('host'),
     stateDir: s('state-dir'),

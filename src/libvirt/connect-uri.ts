@@ -19,7 +19,16 @@ export function resolveEndpoint(opts: { uri?: string; socketPath?: string; readO
     throw new TypeError(`unsupported libvirt transport "${transport}" in ${opts.uri} (only unix sockets)`);
   }
   const openName = `${driver}://${uri.host}${uri.pathname}`;
-  const socketPath =
-    opts.socketPath ?? uri.searchParams.get('socket') ?? (opts.readOnly ? SYSTEM_SOCKET_RO : SYSTEM_SOCKET);
+  const socketPath = opts.socketPath ?? namedSocket(uri, opts.readOnly) ?? (opts.readOnly ? SYSTEM_SOCKET_RO : SYSTEM_SOCKET);
   return { socketPath, openName };
+}
+
+/**
+ * `?socket=` names libvirtd's read-write socket; libvirtd puts its read-only one beside it as
+ * `libvirt-sock-ro` (virtqemud: `virtqemud-sock-ro`), so a read-only connection dials that one.
+ */
+function namedSocket(uri: URL, readOnly: boolean | undefined): string | undefined {
+  const socket = uri.searchParams.get('socket') ?? undefined;
+  if (!socket || !readOnly || socket.endsWith('-ro')) return socket;
+  return /-sock$/.test(socket) ? `${socket}-ro` : socket;
 }

@@ -34,6 +34,8 @@ export interface DomainInfo {
   uuid: string;
   disks: DomainDisk[];
   hasAgentChannel: boolean;
+  /** libvirt's view of the agent channel of a running domain: `connected` once qemu-ga opened it. */
+  agentChannelState?: 'connected' | 'disconnected';
 }
 
 const AGENT_CHANNEL = 'org.qemu.guest_agent.0';
@@ -43,11 +45,16 @@ export function parseDomainXml(xml: string): DomainInfo {
   const domain = parseXml(xml);
   if (domain.name !== 'domain') throw new Error(`expected <domain>, got <${domain.name}>`);
   const devices = child(domain, 'devices');
+  const agent = children(devices, 'channel')
+    .map((c) => child(c, 'target'))
+    .find((t) => t?.attrs.name === AGENT_CHANNEL);
+  const state = agent?.attrs.state;
   return {
     name: child(domain, 'name')?.text.trim() ?? '',
     uuid: child(domain, 'uuid')?.text.trim().toLowerCase() ?? '',
     disks: children(devices, 'disk').map(readDisk),
-    hasAgentChannel: children(devices, 'channel').some((c) => child(c, 'target')?.attrs.name === AGENT_CHANNEL),
+    hasAgentChannel: agent !== undefined,
+    ...(state === 'connected' || state === 'disconnected' ? { agentChannelState: state } : {}),
   };
 }
 

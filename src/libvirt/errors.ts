@@ -9,6 +9,7 @@ export const ErrorCode = {
   OK: 0,
   INTERNAL_ERROR: 1,
   INVALID_ARG: 8,
+  OPERATION_DENIED: 29,
   OPERATION_FAILED: 9,
   SYSTEM_ERROR: 38,
   RPC: 39,
@@ -109,6 +110,11 @@ export function isAgentNotConfigured(e: unknown): boolean {
 /** VIR_ERR_INTERNAL_ERROR (1) "agent is in frozen state": a freeze while already frozen. */
 export function isFrozenState(e: unknown): boolean {
   return hasCode(e, ErrorCode.INTERNAL_ERROR) && /agent is in frozen state/i.test(e.message);
+}
+
+/** VIR_ERR_OPERATION_DENIED (29): a read-only connection asked for a read-write call. */
+export function isReadOnlyDenied(e: unknown): boolean {
+  return hasCode(e, ErrorCode.OPERATION_DENIED);
 }
 
 /** VIR_ERR_OPERATION_INVALID (55): e.g. the domain is paused or shut off. */

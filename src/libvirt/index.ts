@@ -12,6 +12,7 @@ export {
   isFrozenState,
   isInvalidState,
   isNoDomain,
+  isReadOnlyDenied,
 } from './errors';
 export type { Dialer } from './transport';
 export { parseDomainXml, type DomainDisk, type DomainInfo, type RbdSource } from './domain-xml';

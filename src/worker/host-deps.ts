@@ -15,12 +15,14 @@ export interface HostDeps extends ActivityDeps {
 }
 
 /**
- * The host's long-lived connections: one libvirt connection (reconnects by itself), one rados
- * cluster handle with an ioctx per pool, and the snapshotter process. Opened lazily so a worker
- * starts even while libvirtd or Ceph is briefly away.
+ * The host's long-lived connections: two libvirt connections (read-only for inspection,
+ * read-write for the guest agent; both reconnect by themselves), one rados cluster handle with an
+ * ioctx per pool, and the snapshotter process. Opened lazily so a worker starts even while
+ * libvirtd or Ceph is briefly away.
  */
 export function createHostDeps(config: Config, metrics = new Metrics(), log: Logger = jsonLogger({ host: config.host })): HostDeps {
   let lv: Promise<LibvirtClient> | undefined;
+  let lvRo: Promise<LibvirtClient> | undefined;
   let rados: Promise<RadosCluster> | undefined;
   const pools = new Map<string, Promise<IoCtx>>();
   const cephOpts = { conf: config.ceph.conf, id: config.ceph.id, keyring: config.ceph.keyring };
@@ -40,6 +42,13 @@ export function createHostDeps(config: Config, metrics = new Metrics(), log: Log
       throw err;
     });
     return lv;
+  };
+  const libvirtReadOnly = () => {
+    lvRo ??= LibvirtClient.connect({ uri: config.libvirt.readOnlyUri ?? config.libvirt.uri, readOnly: true }).catch((err) => {
+      lvRo = undefined;
+      throw err;
+    });
+    return lvRo;
   };
   const cluster = () => {
     rados ??= RadosCluster.connect({ ...cephOpts, connectTimeoutSec: 10 }).catch((err: unknown) => {
@@ -62,6 +71,7 @@ export function createHostDeps(config: Config, metrics = new Metrics(), log: Log
   return {
     host: config.host,
     libvirt,
+    libvirtReadOnly,
     rados: cluster,
     ioctx,
     snapshotter,
@@ -73,7 +83,7 @@ export function createHostDeps(config: Config, metrics = new Metrics(), log: Log
       await snapshotter.close();
       for (const io of pools.values()) await io.then((i) => i.close()).catch(() => undefined);
       if (rados) await rados.then((c) => c.shutdown()).catch(() => undefined);
-      if (lv) await lv.then((c) => c.close()).catch(() => undefined);
+      for (const c of [lv, lvRo]) if (c) await c.then((x) => x.close()).catch(() => undefined);
     },
   };
 }

@@ -65,6 +65,7 @@ describe('vmsnap doctor on the lab', () => {
     expect(byName(report, 'temporal.worker')).toMatchObject({ status: 'ok' });
     expect(byName(report, 'temporal.worker')!.detail).toContain(h.hw.taskQueue);
     expect(byName(report, 'libvirt')?.status).toBe('ok');
+    expect(byName(report, 'libvirt read-only')?.status).toBe('ok');
     for (const g of [g1, g3]) {
       expect(byName(report, `domain ${g} agent`)).toMatchObject({ status: 'ok', detail: 'answers guest-ping; filesystems thawed' });
       expect(byName(report, `domain ${g} disks`)?.status).toBe('ok');

@@ -3,6 +3,10 @@ import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SnapshotResult } from '../../src/model/types';
+import { inspectDomain } from '../../activities/inspect';
+import { loadConfig } from '../../src/config';
+import { isReadOnlyDenied, LibvirtClient } from '../../src/libvirt';
+import { createHostDeps } from '../../src/worker/host-deps';
 import { startHarness, uniqueId } from '../helpers/harness';
 import type { Harness } from '../helpers/harness';
 import { CephView } from '../helpers/ceph-inspect';
@@ -84,5 +88,43 @@ describe('least privilege', () => {
     const vm = need(h.vars, 'VMSNAP_VM_POOL');
     expect((await asVmsnap('create', '--size', '4M', `${vm}/${mine}`)).ok).toBe(true);
     expect((await asVmsnap('rm', '--no-progress', `${vm}/${mine}`)).ok).toBe(true);
+  });
+});
+
+describe('libvirt: read-only where possible', () => {
+  const roUri = () => need(h.vars, 'LIBVIRT_DEFAULT_URI').replace(/libvirt-sock$/, 'libvirt-sock-ro');
+
+  it('inspection needs only the read-only socket (the read-write one here does not exist)', async () => {
+    const config = loadConfig(
+      { ...h.config, libvirt: { uri: 'qemu:///system?socket=/nonexistent/libvirt-sock', readOnlyUri: roUri() }, metricsPort: 0 },
+      {},
+      undefined,
+    );
+    const deps = createHostDeps(config);
+    try {
+      const r = await inspectDomain(deps)({ domain: need(h.vars, 'VMSNAP_GUEST_3DISK'), quiesce: 'skip', agentTimeoutSec: 5, targetPool: 'images' });
+      expect(r.disks.filter((d) => d.rbd)).toHaveLength(3);
+      // The same deps cannot reach libvirt read-write at all: nothing above needed it.
+      await expect(deps.libvirt()).rejects.toThrow(/nonexistent/);
+    } finally {
+      await deps.close();
+    }
+  });
+
+  it('libvirtd refuses agent commands, freeze and thaw on a read-only connection (error 29)', async () => {
+    const ro = await LibvirtClient.connect({ uri: need(h.vars, 'LIBVIRT_DEFAULT_URI'), readOnly: true });
+    const rw = await LibvirtClient.connect({ uri: need(h.vars, 'LIBVIRT_DEFAULT_URI') });
+    try {
+      const dom = await ro.lookupDomainByName(need(h.vars, 'VMSNAP_GUEST_1DISK'));
+      expect((await ro.getDomainState(dom)).state).toBe('running');
+      for (const call of [() => ro.guestPing(dom, 5), () => ro.fsFreeze(dom, []), () => ro.fsThaw(dom, [])]) {
+        const err = await call().then(() => undefined, (e: unknown) => e);
+        expect(isReadOnlyDenied(err), String(err)).toBe(true);
+      }
+      expect(await rw.fsFreezeStatus(dom, 5)).toBe('thawed');
+    } finally {
+      await ro.close();
+      await rw.close();
+    }
   });
 });

@@ -15,6 +15,15 @@ describe('parseDomainXml', () => {
     expect(info.hasAgentChannel).toBe(true);
   });
 
+  it("reads libvirt's agent channel state of a running domain", () => {
+    const live = (state: string) =>
+      `<domain><name>n</name><uuid>u</uuid><devices><channel type='unix'><target type='virtio' name='org.qemu.guest_agent.0' ${state}/></channel></devices></domain>`;
+    expect(parseDomainXml(live("state='connected'")).agentChannelState).toBe('connected');
+    expect(parseDomainXml(live("state='disconnected'")).agentChannelState).toBe('disconnected');
+    expect(parseDomainXml(live('')).agentChannelState).toBeUndefined();
+    expect(info.agentChannelState).toBeUndefined();
+  });
+
   it('reads an RBD disk with <host> and <config file>', () => {
     expect(info.disks[0]).toEqual({
       target: 'vda',

@@ -38,11 +38,23 @@ export async function checkLibvirt(config: Config, opts: { domains?: string[]; a
     } catch (err) {
       return { checks: [fail('libvirt', `connected to ${uri} but cannot list domains: ${messageOf(err)}`, 'check libvirt access rights for this user')], sourcePools: [] };
     }
-    checks.unshift(ok('libvirt', `connected to ${uri}; ${doms.length} domain(s) to check`));
+    checks.unshift(ok('libvirt', `connected to ${uri}; ${doms.length} domain(s) to check`), await checkReadOnly(config));
     for (const dom of doms) checks.push(...(await checkDomain(lv, dom, opts.agentTimeoutSec, pools)));
     return { checks, sourcePools: [...pools].sort() };
   } finally {
     await lv.close();
+  }
+}
+
+/** Inspection runs on libvirtd's read-only socket, so the worker needs that one too. */
+async function checkReadOnly(config: Config): Promise<CheckResult> {
+  const uri = config.libvirt.readOnlyUri ?? config.libvirt.uri;
+  try {
+    const ro = await within(10_000, 'connect', LibvirtClient.connect({ uri, readOnly: true, callTimeoutMs: 10_000 }));
+    await ro.listDomains().finally(() => ro.close());
+    return ok('libvirt read-only', `read-only connection works (${uri})`);
+  } catch (err) {
+    return fail('libvirt read-only', `cannot open a read-only connection via ${uri}: ${messageOf(err)}`, "inspection uses libvirtd's read-only socket (libvirt-sock-ro beside the read-write one): check its permissions, or set VMSNAP_LIBVIRT_RO_URI");
   }
 }
 
