@@ -14,11 +14,13 @@
  * Reported: workflows/min over the load phase, freeze window idle vs under load, the worker's
  * peak RSS (and with its snapshotter child).
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
+import { bundleWorkflowCode } from '@temporalio/worker';
 import { createImage, isNotFound, openImage } from '../src/ceph';
 import type { IoCtx } from '../src/ceph';
 import type { SnapshotRequest } from '../src/model/input';
@@ -63,10 +65,14 @@ export interface LoadResult {
   /** under-load p50 / idle p50 (host window). */
   ratioP50: number;
   fullModeRuns: { e2eMs: number; stepsMs: Record<string, number> }[];
-  rssMiB: { workerPeak: number; workerIdle: number; withSnapshotterPeak: number };
+  rssMiB: { workerPeak: number; workerIdle: number; withSnapshotterPeak: number; heapUsedPeak: number; heapTotalPeak: number };
 }
 
 const ROOT = path.resolve(__dirname, '..');
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- plain JS shared with bin/vmsnap.js
+const { distIsFresh } = require('../bin/source-stamp.js') as { distIsFresh(root: string): boolean };
+const quiet = (): void => undefined;
+const quietLogger = { log: quiet, trace: quiet, debug: quiet, info: quiet, warn: quiet, error: (m: string) => process.stderr.write(`${m}\n`) };
 
 function rssKiB(pid: number): number {
   try {
@@ -85,13 +91,42 @@ function childPids(pid: number): number[] {
   }
 }
 
-async function startWorker(host: string, log: (s: string) => void): Promise<{ pid: number; taskQueue: string; stop(): Promise<void> }> {
-  const proc = spawn(process.execPath, ['--require', require.resolve('tsx/cjs'), path.join(ROOT, 'bench/load-worker.ts'), host], {
+/**
+ * The worker as production runs it: compiled dist/ (rebuilt here when stale) and a prebuilt
+ * workflow bundle, so no TypeScript loader or webpack inflates the RSS measured.
+ */
+interface HeapPeak {
+  heapUsed: number;
+  heapTotal: number;
+  external: number;
+}
+
+async function startWorker(host: string, log: (s: string) => void): Promise<{ pid: number; taskQueue: string; heapPeak: HeapPeak; stop(): Promise<void> }> {
+  if (!distIsFresh(ROOT)) {
+    log('  dist/ is stale: npm run build');
+    const b = spawnSync(process.execPath, [path.join(ROOT, 'scripts/build.mjs')], { cwd: ROOT, stdio: 'inherit' });
+    if (b.status !== 0) throw new Error('npm run build failed');
+  }
+  const bundlePath = path.join(mkdtempSync(path.join(os.tmpdir(), 'vmsnap-bench-bundle-')), 'load-workflows.js');
+  const { code } = await bundleWorkflowCode({ workflowsPath: path.join(ROOT, 'bench/load-workflows.ts'), logger: quietLogger });
+  writeFileSync(bundlePath, code);
+  const proc = spawn(process.execPath, [path.join(ROOT, 'dist/bench/load-worker.js'), host, bundlePath], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<void>((r) => proc.once('exit', () => r()));
   let out = '';
+  const heapPeak: HeapPeak = { heapUsed: 0, heapTotal: 0, external: 0 };
+  let partial = '';
+  proc.stdout.on('data', (b: Buffer) => {
+    const lines = (partial + b.toString()).split('\n');
+    partial = lines.pop() ?? '';
+    for (const line of lines) {
+      if (!line.startsWith('MEM ')) continue;
+      const m = JSON.parse(line.slice(4)) as HeapPeak;
+      for (const k of ['heapUsed', 'heapTotal', 'external'] as const) heapPeak[k] = Math.max(heapPeak[k], m[k]);
+    }
+  });
   const taskQueue = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`load worker not ready in 120 s: ${out.slice(-2000)}`)), 120_000);
     const onData = (b: Buffer): void => {
@@ -113,6 +148,7 @@ async function startWorker(host: string, log: (s: string) => void): Promise<{ pi
   return {
     pid: proc.pid!,
     taskQueue,
+    heapPeak,
     async stop() {
       proc.kill('SIGTERM');
       const t = setTimeout(() => proc.kill('SIGKILL'), 45_000);
@@ -292,7 +328,13 @@ export async function loadTest(ctx: LabContext, client: Client, g1: Guest, g3: G
       underLoad: { samples: underLoad, host: loadHost, probe: summarize(underLoad.flatMap((s) => (s.probeGapMs === undefined ? [] : [s.probeGapMs]))) },
       ratioP50: loadHost.p50 / idleHost.p50,
       fullModeRuns,
-      rssMiB: { workerPeak: peakRss / 1024, workerIdle: workerIdle / 1024, withSnapshotterPeak: peakWithChild / 1024 },
+      rssMiB: {
+        workerPeak: peakRss / 1024,
+        workerIdle: workerIdle / 1024,
+        withSnapshotterPeak: peakWithChild / 1024,
+        heapUsedPeak: worker.heapPeak.heapUsed / 1048576,
+        heapTotalPeak: worker.heapPeak.heapTotal / 1048576,
+      },
     };
   } finally {
     clearInterval(sampler);

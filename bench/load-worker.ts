@@ -1,24 +1,23 @@
 /**
- * The load test's host worker, as its own process so its RSS is its own: vmsnap's host deps and
- * activities (createHostDeps, createActivities) and a Worker on its own task queue whose bundle
- * is load-workflows.ts (the real workflows + the RBD-only one). Prints `READY <taskQueue>`;
- * SIGTERM shuts it down. Settings come from the lab env; the host id from argv[2].
+ * The load test's host worker, as its own process so its RSS is its own: vmsnap's real host
+ * worker (createHostWorker: both queues, host deps, activities) with a workflow bundle of
+ * load-workflows.ts (the real workflows + the RBD-only one). `npm run build` compiles this file
+ * with the product, so the load test measures the worker as production runs it (node on dist/,
+ * prebuilt bundle). Prints `READY <taskQueue> <snapshotter pid>`; SIGTERM shuts it down.
+ * argv: <host id> <workflow bundle path>.
  */
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
-import { createActivities } from '../activities';
-import { hostTaskQueue, loadConfig } from '../src/config';
-import { Metrics } from '../src/host/metrics';
+import { loadConfig } from '../src/config';
 import { loadLabEnv } from '../src/lab/env';
-import { createHostDeps } from '../src/worker/host-deps';
+import { createHostWorker } from '../src/worker/run-worker';
 import { jsonLogger } from '../src/worker/logger';
-import { flattenProgressSignal } from '../workflows/progress';
 
 async function main(): Promise<void> {
   const host = process.argv[2] ?? `bench-load-${process.pid}`;
+  const bundle = process.argv[3];
+  if (!bundle) throw new Error('usage: load-worker <host> <workflow bundle path>');
   const env = loadLabEnv();
   const config = loadConfig(
     {
@@ -29,38 +28,22 @@ async function main(): Promise<void> {
       stateDir: mkdtempSync(path.join(os.tmpdir(), 'vmsnap-bench-load-')),
       metricsPort: 0,
     },
-    {},
+    process.env,
     undefined,
   );
-  Runtime.install({ logger: new DefaultLogger('WARN') });
   const sink = { write: () => true } as unknown as NodeJS.WritableStream;
-  const deps = createHostDeps(config, new Metrics(), jsonLogger({ host }, sink));
-  await deps.snapshotter.start();
-  const client = new Client({ connection: await Connection.connect({ address: config.temporal.address }), namespace: config.temporal.namespace });
-  deps.reportProgress = async (workflowId, progress) => {
-    await client.workflow.getHandle(workflowId).signal(flattenProgressSignal, progress as never);
-  };
-  const connection = await NativeConnection.connect({ address: config.temporal.address });
-  const taskQueue = hostTaskQueue(host);
-  const worker = await Worker.create({
-    connection,
-    namespace: config.temporal.namespace,
-    taskQueue,
-    workflowsPath: path.resolve(__dirname, 'load-workflows.ts'),
-    activities: createActivities(deps),
-    shutdownGraceTime: '30s',
-  });
-  process.once('SIGTERM', () => worker.shutdown());
-  process.once('SIGINT', () => worker.shutdown());
-  const running = worker.run();
-  process.stdout.write(`READY ${taskQueue} ${deps.snapshotter.pid ?? ''}\n`);
-  try {
-    await running;
-  } finally {
-    await deps.close();
-    await connection.close();
-    await client.connection.close();
-  }
+  const hw = await createHostWorker(config, jsonLogger({ host }, sink), { workflows: { workflowBundle: { codePath: bundle } } });
+  process.once('SIGTERM', () => hw.shutdown());
+  process.once('SIGINT', () => hw.shutdown());
+  const running = hw.run();
+  process.stdout.write(`READY ${hw.taskQueue} ${hw.deps.snapshotter.pid ?? ''}\n`);
+  // Where the RSS goes: the V8 heap (workflow state lives there) vs native memory (SDK core, librbd).
+  const mem = setInterval(() => {
+    const m = process.memoryUsage();
+    process.stdout.write(`MEM ${JSON.stringify({ heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external })}\n`);
+  }, 1000);
+  void running.finally(() => clearInterval(mem));
+  await running;
 }
 
 main().catch((err: unknown) => {

@@ -4,6 +4,7 @@
  */
 import { proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
+import { bulkTaskQueue } from '../src/model/naming';
 import type { RbdLocation } from '../src/model/types';
 
 export { consistentSnapshot, domainLock } from '../workflows';
@@ -25,7 +26,8 @@ export interface RbdOnlyRequest {
 export async function rbdOnlySnapshot(req: RbdOnlyRequest): Promise<{ bytes?: number }> {
   const { workflowId } = workflowInfo();
   const local = proxyLocalActivities<Activities>({ startToCloseTimeout: '30s', retry: { maximumAttempts: 1 } });
-  const ops = proxyActivities<Activities>({ startToCloseTimeout: '10m', heartbeatTimeout: '30s', retry: { maximumAttempts: 3, initialInterval: '1s' } });
+  // The copy steps on the host's bulk queue, as consistentSnapshot runs them.
+  const ops = proxyActivities<Activities>({ taskQueue: bulkTaskQueue(workflowInfo().taskQueue), startToCloseTimeout: '10m', heartbeatTimeout: '30s', retry: { maximumAttempts: 3, initialInterval: '1s' } });
   const snaps = [{ target: 'vdb', source: req.source, snap: req.snap }];
   const copy = { workflowId, domain: 'bench-rbd-only', target: 'vdb', source: req.source, snap: req.snap, image: req.image, labels: {} };
   await local.snapshotDisks({ domainUuid: '00000000-0000-0000-0000-000000000000', snaps, timeoutMs: 8000, frozen: false });

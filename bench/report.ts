@@ -160,6 +160,9 @@ export function renderTables(configs: ConfigStats[], tgs: Target[], flatten?: Fl
         `(probe ${fmt(load.underLoad.probe.p50)}), max ${fmt(load.underLoad.host.max)} ms; ratio ${fmt(load.ratioP50, 2)}`,
     );
     lines.push(`  worker RSS: idle ${fmt(load.rssMiB.workerIdle)} MiB, peak ${fmt(load.rssMiB.workerPeak)} MiB; with its snapshotter child peak ${fmt(load.rssMiB.withSnapshotterPeak)} MiB`);
+    if (load.rssMiB.heapTotalPeak !== undefined) {
+      lines.push(`  worker V8 heap: peak used ${fmt(load.rssMiB.heapUsedPeak)} MiB of ${fmt(load.rssMiB.heapTotalPeak)} MiB (the rest of the RSS is native: SDK core, librbd/librados, code)`);
+    }
     const full = load.fullModeRuns;
     if (full.length) {
       const e2e = full.map((r) => r.e2eMs);

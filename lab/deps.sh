@@ -29,6 +29,8 @@ PACKAGES=(
   # the Web UI browser test (test/integration/web-ui.test.ts): Debian's headless Chromium, driven
   # by playwright-core with executablePath /usr/bin/chromium (Playwright never downloads a browser)
   chromium
+  # the Temporal mTLS test (test/integration/temporal-tls.test.ts): its CA and certificates
+  openssl
 )
 
 missing_packages() {

@@ -26,6 +26,8 @@ export const ConfigSchema = z.strictObject({
         keyPath: filePath.optional(),
         serverName: z.string().max(255).optional(),
       })
+      // Half a client pair would be dropped silently and the server would refuse "no certificate".
+      .refine((t) => !t.certPath === !t.keyPath, 'temporal.tls: certPath and keyPath go together (mTLS client pair)')
       .optional(),
     /** Path to a file holding a Temporal Cloud API key (never the key itself). */
     apiKeyPath: filePath.optional(),
@@ -44,6 +46,8 @@ export const ConfigSchema = z.strictObject({
   imagePool: z.string().regex(RBD_NAME).default('images'),
   stateDir: filePath.default('/var/lib/vmsnap'),
   metricsPort: z.number().int().min(0).max(65535).default(9464),
+  /** Clone/flatten/finalize activities at a time on this host (the bulk queue); see README "Bulk slots". */
+  bulkConcurrency: z.number().int().min(1).max(64).default(2),
   sweepIntervalMs: z.number().int().min(500).max(3600_000).default(5000),
   /** How often the worker looks for leftovers of runs that ended uncompensated (terminated). */
   reapIntervalMs: z.number().int().min(500).max(24 * 3600_000).default(60_000),
@@ -65,7 +69,7 @@ export function hostTaskQueue(host: string): string {
 export function fromEnv(env: NodeJS.ProcessEnv): ConfigOverrides {
   const num = (v?: string) => (v === undefined || v === '' ? undefined : Number(v));
   const tls =
-    env.VMSNAP_TEMPORAL_TLS_CERT || env.VMSNAP_TEMPORAL_TLS_CA
+    env.VMSNAP_TEMPORAL_TLS_CERT || env.VMSNAP_TEMPORAL_TLS_KEY || env.VMSNAP_TEMPORAL_TLS_CA || env.VMSNAP_TEMPORAL_TLS_SERVER_NAME
       ? {
           caPath: env.VMSNAP_TEMPORAL_TLS_CA,
           certPath: env.VMSNAP_TEMPORAL_TLS_CERT,
@@ -90,6 +94,7 @@ export function fromEnv(env: NodeJS.ProcessEnv): ConfigOverrides {
     imagePool: env.VMSNAP_IMAGE_POOL,
     stateDir: env.VMSNAP_STATE_DIR,
     metricsPort: num(env.VMSNAP_METRICS_PORT),
+    bulkConcurrency: num(env.VMSNAP_BULK_CONCURRENCY),
     sweepIntervalMs: num(env.VMSNAP_SWEEP_INTERVAL_MS),
     reapIntervalMs: num(env.VMSNAP_REAP_INTERVAL_MS),
   }) as ConfigOverrides;

@@ -44,3 +44,11 @@ export function rbdUrl(fsid: string, pool: string, image: string, snap: string, 
   const ns = namespace ? `${namespace}/` : '';
   return `rbd://${fsid}/${pool}/${ns}${image}/${snap}`;
 }
+
+/**
+ * The host's queue for the copy pipeline (clone, flatten, finalize), polled by the same worker
+ * with few slots, so bulk copies never take the CPU a freeze, snapshot or thaw needs.
+ */
+export function bulkTaskQueue(hostTaskQueue: string): string {
+  return `${hostTaskQueue}-bulk`;
+}

@@ -1,6 +1,7 @@
 import http from 'node:http';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import type { WorkerOptions } from '@temporalio/worker';
 import { createActivities } from '../../activities';
 import { hostTaskQueue } from '../config';
 import type { Config } from '../config';
@@ -14,10 +15,13 @@ import { Sweeper } from './sweeper';
 import { OrphanReaper } from './orphan-reaper';
 import { flattenProgressSignal } from '../../workflows/progress';
 import { connectionOptions } from '../temporal-connection';
-import { workflowsPath } from './workflows-path';
+import { workflowCode } from './workflows-path';
+import { bulkTaskQueue } from '../model/naming';
 
 export interface HostWorker {
   worker: Worker;
+  /** Activities only, on `<taskQueue>-bulk`: clone, flatten, finalize, `bulkConcurrency` at a time. */
+  bulkWorker: Worker;
   deps: HostDeps;
   sweeper: Sweeper;
   reaper: OrphanReaper;
@@ -34,7 +38,11 @@ let runtimeInstalled = false;
  * One worker per hypervisor host. It runs the workflows and activities of its own task queue,
  * because freeze/snapshot/thaw are local activities that must run beside this host's libvirtd.
  */
-export async function createHostWorker(config: Config, log: Logger = jsonLogger({ host: config.host })): Promise<HostWorker> {
+export async function createHostWorker(
+  config: Config,
+  log: Logger = jsonLogger({ host: config.host }),
+  opts: { workflows?: Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> } = {},
+): Promise<HostWorker> {
   const metrics = new Metrics();
   // Declared up front so /metrics shows vmsnap's series before the first freeze.
   metrics.set(M.frozenGuests, 0);
@@ -70,12 +78,23 @@ export async function createHostWorker(config: Config, log: Logger = jsonLogger(
   };
 
   const connection = await NativeConnection.connect(connOpts);
+  const activities = createActivities(deps);
+  const workflows = opts.workflows ?? workflowCode();
   const worker = await Worker.create({
     connection,
     namespace: config.temporal.namespace,
     taskQueue,
-    workflowsPath: workflowsPath(),
-    activities: createActivities(deps),
+    ...workflows,
+    activities,
+    shutdownGraceTime: '30s',
+    identity: `vmsnap@${config.host}/${process.pid}`,
+  });
+  const bulkWorker = await Worker.create({
+    connection,
+    namespace: config.temporal.namespace,
+    taskQueue: bulkTaskQueue(taskQueue),
+    activities,
+    maxConcurrentActivityTaskExecutions: config.bulkConcurrency,
     shutdownGraceTime: '30s',
     identity: `vmsnap@${config.host}/${process.pid}`,
   });
@@ -83,13 +102,14 @@ export async function createHostWorker(config: Config, log: Logger = jsonLogger(
   let server: http.Server | undefined;
   let metricsUrl: string | undefined;
   if (config.metricsPort) {
-    server = http.createServer((req, res) => void serve(req, res, worker, metrics, sdkMetricsPort));
+    server = http.createServer((req, res) => void serve(req, res, [worker, bulkWorker], metrics, sdkMetricsPort));
     await new Promise<void>((resolve) => server!.listen(config.metricsPort, '127.0.0.1', resolve));
     metricsUrl = `http://127.0.0.1:${config.metricsPort}/metrics`;
   }
 
   return {
     worker,
+    bulkWorker,
     deps,
     sweeper,
     reaper,
@@ -98,9 +118,20 @@ export async function createHostWorker(config: Config, log: Logger = jsonLogger(
     async run() {
       sweeper.start();
       reaper.start();
-      log.info('worker started', { taskQueue, namespace: config.temporal.namespace, metrics: metricsUrl });
+      log.info('worker started', {
+        taskQueue,
+        bulkSlots: config.bulkConcurrency,
+        workflowCode: workflows.workflowBundle ? 'prebuilt bundle' : 'bundled at start',
+        namespace: config.temporal.namespace,
+        metrics: metricsUrl,
+      });
       try {
-        await worker.run();
+        // One stops, both stop: a host worker without its bulk half would leave copies unpolled.
+        const runs = [worker.run(), bulkWorker.run()];
+        await Promise.race(runs).finally(() => {
+          for (const w of [worker, bulkWorker]) if (w.getState() === 'RUNNING') w.shutdown();
+        });
+        await Promise.all(runs);
       } finally {
         sweeper.stop();
         reaper.stop();
@@ -112,16 +143,16 @@ export async function createHostWorker(config: Config, log: Logger = jsonLogger(
       }
     },
     shutdown() {
-      worker.shutdown();
+      for (const w of [worker, bulkWorker]) if (w.getState() === 'RUNNING') w.shutdown();
     },
   };
 }
 
-async function serve(req: http.IncomingMessage, res: http.ServerResponse, worker: Worker, metrics: Metrics, sdkPort: number) {
+async function serve(req: http.IncomingMessage, res: http.ServerResponse, workers: Worker[], metrics: Metrics, sdkPort: number) {
   if (req.url === '/healthz') {
-    const state = worker.getState();
-    res.writeHead(state === 'RUNNING' ? 200 : 503, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ state }));
+    const [state, bulk] = workers.map((w) => w.getState());
+    res.writeHead(state === 'RUNNING' && bulk === 'RUNNING' ? 200 : 503, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ state, bulk }));
     return;
   }
   if (req.url === '/metrics') {

@@ -1,8 +1,20 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
+import type { WorkerOptions } from '@temporalio/worker';
 
 /** Entry of the workflow bundle, whether we run from sources (tsx, vitest) or compiled output. */
 export function workflowsPath(): string {
   const ts = path.resolve(__dirname, '../../workflows/index.ts');
   return existsSync(ts) ? ts : path.resolve(__dirname, '../../workflows/index.js');
+}
+
+/**
+ * The compiled build ships dist/workflow-bundle.js, bundled by `npm run build` from the same
+ * sources (bin/vmsnap.js runs dist/ only when its stamp matches). Loading it keeps webpack out of
+ * the worker process: ~140 MiB less RSS. From sources the SDK bundles at start, as before.
+ */
+export function workflowCode(): Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> {
+  const prebuilt = path.resolve(__dirname, '../../workflow-bundle.js');
+  if (path.extname(__filename) === '.js' && existsSync(prebuilt)) return { workflowBundle: { codePath: prebuilt } };
+  return { workflowsPath: workflowsPath() };
 }

@@ -25,6 +25,10 @@ export class WorkerProcess {
     mkdirSync(this.faultDir, { recursive: true });
   }
 
+  get pid(): number | undefined {
+    return this.proc?.pid;
+  }
+
   get taskQueue(): string {
     return `vmsnap-${this.host}`;
   }

@@ -120,7 +120,7 @@ describe('vmsnap CLI on the lab', () => {
       expect(out).toContain('"worker started"');
       const health = await fetch(`http://127.0.0.1:${port}/healthz`);
       expect(health.status).toBe(200);
-      expect(await health.json()).toEqual({ state: 'RUNNING' });
+      expect(await health.json()).toEqual({ state: 'RUNNING', bulk: 'RUNNING' });
       const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
       expect(metrics).toMatch(/^temporal_/m); // the SDK's own runtime metrics
       expect(metrics).toMatch(/# TYPE vmsnap_/); // and vmsnap's

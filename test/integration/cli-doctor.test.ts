@@ -64,6 +64,8 @@ describe('vmsnap doctor on the lab', () => {
     expect(byName(report, 'temporal.search-attributes')).toMatchObject({ status: 'ok', detail: Object.keys(SEARCH_ATTRIBUTE_TYPES).join(', ') });
     expect(byName(report, 'temporal.worker')).toMatchObject({ status: 'ok' });
     expect(byName(report, 'temporal.worker')!.detail).toContain(h.hw.taskQueue);
+    expect(byName(report, 'temporal.worker.bulk')).toMatchObject({ status: 'ok' });
+    expect(byName(report, 'temporal.worker.bulk')!.detail).toContain(`${h.hw.taskQueue}-bulk`);
     expect(byName(report, 'libvirt')?.status).toBe('ok');
     expect(byName(report, 'libvirt read-only')?.status).toBe('ok');
     for (const g of [g1, g3]) {

@@ -6,9 +6,10 @@ import { loadConfig } from '../../src/config';
 import { connectionOptions } from '../../src/temporal-connection';
 
 /*
- * TLS/mTLS and API-key plumbing. The Temporal dev server (CLI 1.5.1) has no TLS listener, so the
- * end-to-end check against a TLS frontend is manual (README); this proves the files named in
- * config reach the SDK's connection options, and that no key material sits in config values.
+ * TLS/mTLS and API-key plumbing: the files named in config reach the SDK's connection options, and
+ * no key material sits in config values. The mTLS options are checked end to end, against a real
+ * mutual-TLS frontend in front of the lab's Temporal, in test/integration/temporal-tls.test.ts; the
+ * API key only here (the dev server does not check keys).
  */
 describe('Temporal connection options', () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'tls-'));
@@ -37,6 +38,14 @@ describe('Temporal connection options', () => {
     expect(o.apiKey).toBe('secret-api-key');
     expect(o.tls).toBe(true);
     expect(JSON.stringify(c)).not.toContain('secret-api-key');
+  });
+
+  it('half a client pair is a config error, not a silently dropped certificate', () => {
+    expect(() => loadConfig({}, { VMSNAP_TEMPORAL_TLS_CERT: crt }, undefined)).toThrow(/certPath and keyPath go together/);
+    expect(() => loadConfig({}, { VMSNAP_TEMPORAL_TLS_KEY: key, VMSNAP_TEMPORAL_TLS_CA: ca }, undefined)).toThrow(/certPath and keyPath go together/);
+    // A server name alone switches TLS on (system roots), it is not ignored.
+    const o = connectionOptions(loadConfig({}, { VMSNAP_TEMPORAL_TLS_SERVER_NAME: 'temporal.example' }, undefined)) as { tls: { serverNameOverride: string } };
+    expect(o.tls.serverNameOverride).toBe('temporal.example');
   });
 
   it('plain: no TLS unless configured', () => {

@@ -5,19 +5,21 @@ import { Exit } from '../exit-codes';
 const HELP = `Usage: vmsnap worker [options]
 
 Runs this hypervisor's worker on task queue vmsnap-<host>: the consistentSnapshot workflow and
-its activities. Thaws journaled guests left frozen by a previous worker at start, sweeps expired
+its activities, plus vmsnap-<host>-bulk for clone/flatten/finalize. Thaws journaled guests left frozen by a previous worker at start, sweeps expired
 freezes every --sweep-interval-ms. SIGTERM/SIGINT: graceful shutdown (in-flight steps finish).
 
   --metrics-port N     Prometheus /metrics and /healthz on 127.0.0.1:N (0 = off; default 9464)
+  --bulk-concurrency N clone/flatten/finalize steps at a time on this host (VMSNAP_BULK_CONCURRENCY, default 2)
 ${COMMON_HELP}`;
 
 export async function run(argv: string[]): Promise<number> {
-  const { values } = parse(argv, { 'metrics-port': { type: 'string' } }, false);
+  const { values } = parse(argv, { 'metrics-port': { type: 'string' }, 'bulk-concurrency': { type: 'string' } }, false);
   if (values.help) {
     process.stdout.write(HELP + '\n');
     return Exit.ok;
   }
   if (values['metrics-port'] !== undefined) process.env.VMSNAP_METRICS_PORT = values['metrics-port'];
+  if (values['bulk-concurrency'] !== undefined) process.env.VMSNAP_BULK_CONCURRENCY = values['bulk-concurrency'];
   const config = configFrom(values);
   const w = await createHostWorker(config);
   const stop = () => w.shutdown();

@@ -2,6 +2,7 @@ import { Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import type { Config } from '../../config';
 import { hostTaskQueue } from '../../config';
+import { bulkTaskQueue } from '../../model/naming';
 import { SEARCH_ATTRIBUTE_TYPES } from '../../model/search-attributes';
 import { connectionOptions } from '../../temporal-connection';
 import { fail, messageOf, ok, warn, within } from './check';
@@ -40,7 +41,8 @@ export async function checkTemporal(config: Config, opts: { fix: boolean }): Pro
       return out;
     }
     out.push(await checkSearchAttributes(conn, namespace, opts.fix));
-    out.push(await checkWorker(conn, namespace, hostTaskQueue(config.host)));
+    out.push(await checkWorker(conn, namespace, hostTaskQueue(config.host), 'WORKFLOW'));
+    out.push(await checkWorker(conn, namespace, bulkTaskQueue(hostTaskQueue(config.host)), 'ACTIVITY'));
     return out;
   } finally {
     await conn.close();
@@ -75,8 +77,8 @@ async function checkSearchAttributes(conn: Connection, namespace: string, fix: b
   }
 }
 
-async function checkWorker(conn: Connection, namespace: string, taskQueue: string): Promise<CheckResult> {
-  const name = 'temporal.worker';
+async function checkWorker(conn: Connection, namespace: string, taskQueue: string, type: 'WORKFLOW' | 'ACTIVITY'): Promise<CheckResult> {
+  const name = type === 'WORKFLOW' ? 'temporal.worker' : 'temporal.worker.bulk';
   try {
     const r = await within(
       10_000,
@@ -84,7 +86,7 @@ async function checkWorker(conn: Connection, namespace: string, taskQueue: strin
       conn.workflowService.describeTaskQueue({
         namespace,
         taskQueue: { name: taskQueue, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
-        taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+        taskQueueType: temporal.api.enums.v1.TaskQueueType[`TASK_QUEUE_TYPE_${type}`],
       }),
     );
     const pollers = r.pollers ?? [];
