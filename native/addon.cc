@@ -1,9 +1,17 @@
 // vmsnap_rbd: a Node-API addon over librbd/librados (Ceph 16 C API).
 // Entry point: creates the per-environment state and registers the calls.
+#include <malloc.h>
+
 #include "core.h"
 
 namespace vmsnap {
 namespace {
+
+// malloc_trim(0): hands freed heap pages of every glibc arena back to the kernel. librbd and
+// librados free a lot after a clone, flatten or verify, and glibc keeps it otherwise.
+Napi::Value TrimMemory(const Napi::CallbackInfo& info) {
+  return Napi::Boolean::New(info.Env(), malloc_trim(0) != 0);
+}
 
 void FreeEnvData(Napi::Env, EnvData* d) {
   d->tsfn.Release();
@@ -11,6 +19,10 @@ void FreeEnvData(Napi::Env, EnvData* d) {
 }
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  // librados/librbd run dozens of threads; glibc would give each its own arena (up to 8 per core,
+  // 64 MiB reserved each) and keep their freed memory. Two arenas: a worker with 50 runs in
+  // flight peaked at 404 instead of 466-480 MiB RSS (bench). Set at load, before Ceph's threads.
+  mallopt(M_ARENA_MAX, 2);
   auto* data = new EnvData();
   data->tsfn = Tsfn::New(env, "vmsnap-rbd", 0, 1);
   data->tsfn.Unref(env);  // referenced only while calls are pending
@@ -19,6 +31,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   RegisterCluster(env, exports);
   RegisterImage(env, exports);
   RegisterGroup(env, exports);
+  exports.Set("trimMemory", Napi::Function::New(env, TrimMemory, "trimMemory"));
   return exports;
 }
 

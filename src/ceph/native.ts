@@ -27,6 +27,8 @@ export interface NativeStat {
 export interface NativeBinding {
   version(): string;
   threadStats(): { threads: number; idle: number; queued: number };
+  /** malloc_trim(0); true when memory went back to the kernel. */
+  trimMemory(): boolean;
   connect(conf: string, id: string, keyring: Maybe<string>, timeoutSec: Maybe<number>): Promise<NativeHandle>;
   shutdown(cluster: NativeHandle): Promise<void>;
   getAddrs(cluster: NativeHandle): Promise<string>;

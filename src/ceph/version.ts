@@ -9,3 +9,8 @@ export function rbdVersion(): string {
 export function addonThreadStats(): { threads: number; idle: number; queued: number } {
   return native().threadStats();
 }
+
+/** Returns the heap pages librbd/librados freed to the kernel (malloc_trim); true if any went. */
+export function releaseFreedMemory(): boolean {
+  return native().trimMemory();
+}

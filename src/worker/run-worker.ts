@@ -6,6 +6,7 @@ import { createActivities } from '../../activities';
 import { hostTaskQueue } from '../config';
 import type { Config } from '../config';
 import { M, Metrics } from '../host/metrics';
+import { releaseFreedMemory } from '../ceph';
 import { createHostDeps } from './host-deps';
 import type { HostDeps } from './host-deps';
 import { jsonLogger } from './logger';
@@ -118,6 +119,9 @@ export async function createHostWorker(
     async run() {
       sweeper.start();
       reaper.start();
+      // Copies free large librbd buffers; without a trim glibc keeps them and RSS only grows.
+      const trim = setInterval(() => releaseFreedMemory(), 5_000);
+      trim.unref();
       log.info('worker started', {
         taskQueue,
         bulkSlots: config.bulkConcurrency,
@@ -133,6 +137,7 @@ export async function createHostWorker(
         });
         await Promise.all(runs);
       } finally {
+        clearInterval(trim);
         sweeper.stop();
         reaper.stop();
         server?.close();
