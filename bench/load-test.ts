@@ -32,6 +32,7 @@ import type { Guest, LabContext } from './lab-context';
 import { removeImageRetrying, removeSnapIfAny } from './lab-context';
 import type { rbdOnlySnapshot } from './load-workflows';
 import { messageOf } from './freeze-window';
+import { floorContender } from './contender-floor';
 import { probeGap } from './probe-gap';
 import { summarize } from './stats';
 import type { Summary } from './stats';
@@ -64,6 +65,12 @@ export interface LoadResult {
   underLoad: { samples: WindowSample[]; host: Summary; probe: Summary };
   /** under-load p50 / idle p50 (host window). */
   ratioP50: number;
+  /**
+   * The floor (freeze → librbd snapshot → thaw in the bench process, no orchestration) on the same
+   * guest, one run after each vmsnap run, idle and under the same load: how much of the growth is
+   * the host (guest CPU, Ceph) rather than vmsnap.
+   */
+  floor: { idle: Summary; underLoad: Summary; ratioP50: number };
   fullModeRuns: { e2eMs: number; stepsMs: Record<string, number> }[];
   rssMiB: { workerPeak: number; workerIdle: number; withSnapshotterPeak: number; heapUsedPeak: number; heapTotalPeak: number };
 }
@@ -95,6 +102,17 @@ function childPids(pid: number): number[] {
  * The worker as production runs it: compiled dist/ (rebuilt here when stale) and a prebuilt
  * workflow bundle, so no TypeScript loader or webpack inflates the RSS measured.
  */
+/**
+ * The load worker runs dist/: build it when stale. run.ts calls this before any measurement, so
+ * the build's CPU never lands in a measured window.
+ */
+export function ensureFreshBuild(log: (s: string) => void): void {
+  if (distIsFresh(ROOT)) return;
+  log('bench: dist/ is stale: npm run build');
+  const b = spawnSync(process.execPath, [path.join(ROOT, 'scripts/build.mjs')], { cwd: ROOT, stdio: 'inherit' });
+  if (b.status !== 0) throw new Error('npm run build failed');
+}
+
 interface HeapPeak {
   heapUsed: number;
   heapTotal: number;
@@ -102,11 +120,7 @@ interface HeapPeak {
 }
 
 async function startWorker(host: string, log: (s: string) => void): Promise<{ pid: number; taskQueue: string; heapPeak: HeapPeak; stop(): Promise<void> }> {
-  if (!distIsFresh(ROOT)) {
-    log('  dist/ is stale: npm run build');
-    const b = spawnSync(process.execPath, [path.join(ROOT, 'scripts/build.mjs')], { cwd: ROOT, stdio: 'inherit' });
-    if (b.status !== 0) throw new Error('npm run build failed');
-  }
+  ensureFreshBuild(log);
   const bundlePath = path.join(mkdtempSync(path.join(os.tmpdir(), 'vmsnap-bench-bundle-')), 'load-workflows.js');
   const { code } = await bundleWorkflowCode({ workflowsPath: path.join(ROOT, 'bench/load-workflows.ts'), logger: quietLogger });
   writeFileSync(bundlePath, code);
@@ -201,6 +215,8 @@ async function removeOwnImage(io: IoCtx, name: string): Promise<void> {
 export async function loadTest(ctx: LabContext, client: Client, g1: Guest, g3: Guest, o: LoadOptions): Promise<LoadResult> {
   const host = `bench-load-${randomUUID().slice(0, 6)}`;
   const worker = await startWorker(host, o.log);
+  // Let the new process finish warming up (bundle load, connections) before the idle baseline.
+  await sleep(5000);
   let peakRss = 0;
   let peakWithChild = 0;
   const sampler = setInterval(() => {
@@ -219,11 +235,16 @@ export async function loadTest(ctx: LabContext, client: Client, g1: Guest, g3: G
   try {
     // Idle: the same g1 snapshot-only runs on this worker, nothing else in flight.
     const idle: WindowSample[] = [];
+    const floor = floorContender(ctx);
+    const floorIdle: number[] = [];
+    const floorLoad: number[] = [];
     for (let i = 0; i < o.idleRuns; i++) {
       const { run, sample } = await guestWindowRun(ctx, client, worker.taskQueue, g1, g1Request);
       toClean.push(run.result);
       idle.push(sample);
-      o.log(`  idle g1 run ${i + 1}/${o.idleRuns}: window ${sample.hostWindowMs.toFixed(1)} ms, probe ${sample.probeGapMs?.toFixed(1) ?? '-'} ms`);
+      await sleep(300);
+      floorIdle.push((await floor.run(g1, `load-idle-${tag}-${i}`)).hostWindowMs);
+      o.log(`  idle g1 run ${i + 1}/${o.idleRuns}: window ${sample.hostWindowMs.toFixed(1)} ms, probe ${sample.probeGapMs?.toFixed(1) ?? '-'} ms; floor ${floorIdle[i]!.toFixed(1)} ms`);
       await sleep(300);
     }
     const workerIdle = rssKiB(worker.pid);
@@ -297,7 +318,12 @@ export async function loadTest(ctx: LabContext, client: Client, g1: Guest, g3: G
           lastDone = nowMs();
           if (key === 'g1') underLoad.push({ ...sample, inFlightAtStart: atStart });
           else fullModeRuns.push({ e2eMs: run.e2eMs, stepsMs: run.result.stepsMs });
-          o.log(`  load ${key} run ${i + 1}: window ${sample.hostWindowMs.toFixed(1)} ms, probe ${sample.probeGapMs?.toFixed(1) ?? '-'} ms, in flight at start ${atStart}, now ${inFlight}`);
+          let floorNote = '';
+          if (key === 'g1') {
+            floorLoad.push((await floor.run(guest, `load-${tag}-${i}`)).hostWindowMs);
+            floorNote = `; floor ${floorLoad[floorLoad.length - 1]!.toFixed(1)} ms`;
+          }
+          o.log(`  load ${key} run ${i + 1}: window ${sample.hostWindowMs.toFixed(1)} ms, probe ${sample.probeGapMs?.toFixed(1) ?? '-'} ms, in flight at start ${atStart}, now ${inFlight}${floorNote}`);
         } catch (err) {
           lanes[key]!.failed++;
           lanes[key]!.errors.push(messageOf(err));
@@ -327,6 +353,7 @@ export async function loadTest(ctx: LabContext, client: Client, g1: Guest, g3: G
       idle: { samples: idle, host: idleHost, probe: summarize(idle.flatMap((s) => (s.probeGapMs === undefined ? [] : [s.probeGapMs]))) },
       underLoad: { samples: underLoad, host: loadHost, probe: summarize(underLoad.flatMap((s) => (s.probeGapMs === undefined ? [] : [s.probeGapMs]))) },
       ratioP50: loadHost.p50 / idleHost.p50,
+      floor: { idle: summarize(floorIdle), underLoad: summarize(floorLoad), ratioP50: summarize(floorLoad).p50 / summarize(floorIdle).p50 },
       fullModeRuns,
       rssMiB: {
         workerPeak: peakRss / 1024,

@@ -159,6 +159,12 @@ export function renderTables(configs: ConfigStats[], tgs: Target[], flatten?: Fl
       `  g1 freeze window idle p50 ${fmt(load.idle.host.p50)} ms (probe ${fmt(load.idle.probe.p50)}), under load p50 ${fmt(load.underLoad.host.p50)} ms ` +
         `(probe ${fmt(load.underLoad.probe.p50)}), max ${fmt(load.underLoad.host.max)} ms; ratio ${fmt(load.ratioP50, 2)}`,
     );
+    if (load.floor) {
+      lines.push(
+        `  floor on the same guest (no orchestration): idle p50 ${fmt(load.floor.idle.p50)} ms, under load p50 ${fmt(load.floor.underLoad.p50)} ms; ratio ${fmt(load.floor.ratioP50, 2)}` +
+          `; vmsnap / floor under load ${fmt(load.underLoad.host.p50 / load.floor.underLoad.p50, 2)}`,
+      );
+    }
     lines.push(`  worker RSS: idle ${fmt(load.rssMiB.workerIdle)} MiB, peak ${fmt(load.rssMiB.workerPeak)} MiB; with its snapshotter child peak ${fmt(load.rssMiB.withSnapshotterPeak)} MiB`);
     if (load.rssMiB.heapTotalPeak !== undefined) {
       lines.push(`  worker V8 heap: peak used ${fmt(load.rssMiB.heapUsedPeak)} MiB of ${fmt(load.rssMiB.heapTotalPeak)} MiB (the rest of the RSS is native: SDK core, librbd/librados, code)`);

@@ -22,7 +22,7 @@ import { freezeWindowLoop } from './freeze-window';
 import type { Sample } from './freeze-window';
 import { openLabContext } from './lab-context';
 import type { LabContext } from './lab-context';
-import { loadTest } from './load-test';
+import { ensureFreshBuild, loadTest } from './load-test';
 import type { LoadResult } from './load-test';
 import { parseOptions } from './options';
 import { getPaxos, setPaxos } from './paxos';
@@ -76,6 +76,7 @@ async function main(): Promise<void> {
   let load: LoadResult | undefined;
   const errors: string[] = [];
   try {
+    if (o.load) ensureFreshBuild(log);
     worker = await startBenchWorker(ctx.env);
     const imagesIo = await ctx.ioctx(ctx.env.pools.image);
     const t0 = Date.now();

@@ -39,6 +39,20 @@ export function parse<O extends NonNullable<ParseArgsConfig['options']>>(argv: s
   }
 }
 
+/**
+ * A command with one positional argument and only the common flags: prints `help` and returns
+ * undefined on --help, refuses any other count of arguments with exit 2.
+ */
+export function parseSingle(argv: string[], help: string, command: string, what: string) {
+  const { values, positionals } = parse(argv, {});
+  if (values.help) {
+    process.stdout.write(help + '\n');
+    return undefined;
+  }
+  if (positionals.length !== 1) throw new CliError(`${command} takes exactly one ${what}`, Exit.badInput);
+  return { values, arg: positionals[0]! };
+}
+
 export function configFrom(values: Record<string, unknown>): Config {
   const s = (k: string) => values[k] as string | undefined;
   const flags: ConfigOverrides = {

@@ -9,7 +9,7 @@ import { M, Metrics } from '../host/metrics';
 import { releaseFreedMemory } from '../ceph';
 import { createHostDeps } from './host-deps';
 import type { HostDeps } from './host-deps';
-import { jsonLogger } from './logger';
+import { jsonLogger, sdkLogFunction } from './logger';
 import type { Logger } from './logger';
 import { reconcile } from './reconcile';
 import { Sweeper } from './sweeper';
@@ -37,7 +37,8 @@ let runtimeInstalled = false;
 
 /**
  * One worker per hypervisor host. It runs the workflows and activities of its own task queue,
- * because freeze/snapshot/thaw are local activities that must run beside this host's libvirtd.
+ * because freeze/snapshot/thaw are local activities that must run beside this host's libvirtd,
+ * and the copy steps of its bulk queue with `bulkConcurrency` slots.
  */
 export async function createHostWorker(
   config: Config,
@@ -50,9 +51,9 @@ export async function createHostWorker(
   metrics.inc(M.thaws, { layer: 'workflow' }, 0);
   const sdkMetricsPort = config.metricsPort ? config.metricsPort + 1 : 0;
   if (!runtimeInstalled) {
-    // Once per process: the SDK's own logs at WARN (ours are JSON), its metrics on port+1.
+    // Once per process: the SDK's own logs at WARN, as JSON lines like ours; its metrics on port+1.
     Runtime.install({
-      logger: new DefaultLogger((process.env.VMSNAP_SDK_LOG_LEVEL as 'WARN' | undefined) ?? 'WARN'),
+      logger: new DefaultLogger((process.env.VMSNAP_SDK_LOG_LEVEL as 'WARN' | undefined) ?? 'WARN', sdkLogFunction(log)),
       ...(sdkMetricsPort ? { telemetryOptions: { metrics: { prometheus: { bindAddress: `127.0.0.1:${sdkMetricsPort}` } } } } : {}),
     });
     runtimeInstalled = true;
@@ -131,11 +132,11 @@ export async function createHostWorker(
       });
       try {
         // One stops, both stop: a host worker without its bulk half would leave copies unpolled.
-        const runs = [worker.run(), bulkWorker.run()];
-        await Promise.race(runs).finally(() => {
-          for (const w of [worker, bulkWorker]) if (w.getState() === 'RUNNING') w.shutdown();
-        });
-        await Promise.all(runs);
+        const runs = [worker.run(), bulkWorker.run()].map((p) => p.then(() => undefined, (err: unknown) => ({ err })));
+        await Promise.race(runs);
+        for (const w of [worker, bulkWorker]) if (w.getState() === 'RUNNING') w.shutdown();
+        const failed = (await Promise.all(runs)).find((r) => r !== undefined);
+        if (failed) throw failed.err;
       } finally {
         clearInterval(trim);
         sweeper.stop();

@@ -21,6 +21,8 @@ export class WorkerProcess {
   constructor(
     private readonly vars: Record<string, string>,
     readonly host: string,
+    /** More environment for the worker, e.g. Temporal TLS settings. */
+    private readonly extraEnv: Record<string, string> = {},
   ) {
     mkdirSync(this.faultDir, { recursive: true });
   }
@@ -52,6 +54,7 @@ export class WorkerProcess {
       VMSNAP_FAULT_DIR: this.faultDir,
       VMSNAP_FAULT_POINTS: (fault.points ?? []).join(','),
       ...(fault.pauseMs !== undefined ? { VMSNAP_FAULT_PAUSE_MS: String(fault.pauseMs) } : { VMSNAP_FAULT_PAUSE_MS: '' }),
+      ...this.extraEnv,
     };
     const proc = spawn(process.execPath, [path.join(ROOT, 'bin/vmsnap.js'), 'worker'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     this.proc = proc;

@@ -1,24 +1,20 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import {
-  cloneImage, createImage, isCanceled, isInvalid, openImage, removeImage, RbdError, type IoCtx, type RadosCluster,
+  cloneImage, createImage, isCanceled, isInvalid, openImage, removeImage, RbdError, type IoCtx,
 } from '../../src/ceph';
-import { Cleanups, cephTestEnv, fillImage, testCluster, testNamespace, uniqueName } from '../../src/ceph/testing';
+import { fillImage, uniqueName } from '../../src/ceph/testing';
+import { cephSuite } from '../helpers/ceph-suite';
 
-const env = cephTestEnv();
 const MiB = 1 << 20;
 
 describe('ceph clone and flatten', () => {
-  const cleanups = new Cleanups();
-  let cluster: RadosCluster;
+  const t = cephSuite();
+  const { cleanups } = t;
   let vms: IoCtx;
   let images: IoCtx;
-
-  beforeAll(async () => {
-    cluster = await testCluster(cleanups, env!);
-    vms = await testNamespace(cleanups, cluster, env!.vmPool);
-    images = await testNamespace(cleanups, cluster, env!.imagePool);
+  beforeAll(() => {
+    ({ io: vms, images } = t);
   });
-  afterAll(() => cleanups.run());
 
   /** A parent image with `bytes` written and snapshot 'snap'; removed (with its snapshot) last. */
   async function parentWithSnap(bytes: number, order = 22): Promise<string> {
@@ -61,10 +57,10 @@ describe('ceph clone and flatten', () => {
     const child = cloneName();
     await cloneImage(vms, parent, 'snap', images, child); // snapshot never protected
     const c = await cleanups.add(openImage(images, child), (i) => i.close(), 'clone handle');
-    expect(await c.parent()).toEqual({ pool: env!.vmPool, namespace: vms.namespace, image: parent, snap: 'snap' });
+    expect(await c.parent()).toEqual({ pool: t.env.vmPool, namespace: vms.namespace, image: parent, snap: 'snap' });
     const p = await cleanups.add(openImage(vms, parent), (i) => i.close(), 'parent handle');
     expect(await p.isSnapProtected('snap')).toBe(false);
-    expect(await p.listChildren()).toEqual([{ pool: env!.imagePool, namespace: images.namespace, image: child, trash: false }]);
+    expect(await p.listChildren()).toEqual([{ pool: t.env.imagePool, namespace: images.namespace, image: child, trash: false }]);
     expect(await p.parent()).toBeNull();
   });
 

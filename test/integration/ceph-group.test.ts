@@ -1,26 +1,21 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import {
   cloneImage, createGroup, createImage, groupImageAdd, groupImageList, groupImageRemove, groupSnapCreate,
   groupSnapList, groupSnapRemove, isExists, isNotFound, openImage, removeGroup, removeImage, type IoCtx,
-  type RadosCluster,
 } from '../../src/ceph';
-import { Cleanups, cephTestEnv, testCluster, testNamespace, uniqueName } from '../../src/ceph/testing';
+import { uniqueName } from '../../src/ceph/testing';
+import { cephSuite } from '../helpers/ceph-suite';
 
-const env = cephTestEnv();
 const MiB = 1 << 20;
 
 describe('ceph groups and group snapshots', () => {
-  const cleanups = new Cleanups();
-  let cluster: RadosCluster;
+  const t = cephSuite();
+  const { cleanups } = t;
   let io: IoCtx;
   let images: IoCtx;
-
-  beforeAll(async () => {
-    cluster = await testCluster(cleanups, env!);
-    io = await testNamespace(cleanups, cluster, env!.vmPool);
-    images = await testNamespace(cleanups, cluster, env!.imagePool);
+  beforeAll(() => {
+    ({ io, images } = t);
   });
-  afterAll(() => cleanups.run());
 
   it('creates a group of two disks, snapshots it, lists and removes; group snapshots cannot be cloned in Ceph 16', async () => {
     const disks = [uniqueName('disk'), uniqueName('disk')];

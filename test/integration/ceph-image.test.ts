@@ -1,28 +1,26 @@
 import { createHash } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import {
   RadosCluster, RbdError, createImage, imageExists, isExists, isNotEmpty, isNotFound, listImages, openImage,
   removeImage, type IoCtx,
 } from '../../src/ceph';
-import { Cleanups, cephTestEnv, fillImage, testCluster, testNamespace, uniqueName } from '../../src/ceph/testing';
+import { fillImage, uniqueName } from '../../src/ceph/testing';
+import { cephSuite } from '../helpers/ceph-suite';
 
-const env = cephTestEnv();
 const MiB = 1 << 20;
 
 describe('ceph image calls', () => {
-  const cleanups = new Cleanups();
+  const t = cephSuite();
+  const { cleanups } = t;
   let cluster: RadosCluster;
   let io: IoCtx;
-
-  beforeAll(async () => {
-    cluster = await testCluster(cleanups, env!);
-    io = await testNamespace(cleanups, cluster, env!.vmPool);
+  beforeAll(() => {
+    ({ cluster, io } = t);
   });
-  afterAll(() => cleanups.run());
 
   it('connects, reports the fsid, knows which pools exist', async () => {
     expect(await cluster.fsid()).toMatch(/^[0-9a-f-]{36}$/);
-    expect(await cluster.poolExists(env!.vmPool)).toBe(true);
+    expect(await cluster.poolExists(t.env.vmPool)).toBe(true);
     expect(await cluster.poolExists(uniqueName('nopool'))).toBe(false);
     const err = await cluster.openIoCtx(uniqueName('nopool')).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(RbdError);
@@ -123,8 +121,8 @@ describe('ceph image calls', () => {
   });
 
   it('refuses shutdown while handles are open (EBUSY), then shuts down', async () => {
-    const c = await RadosCluster.connect(env!);
-    const pio = await c.openIoCtx(env!.vmPool);
+    const c = await RadosCluster.connect(t.env);
+    const pio = await c.openIoCtx(t.env.vmPool);
     expect(await c.shutdown().catch((e: unknown) => e)).toMatchObject({ errno: 16, call: 'rados_shutdown' });
     await pio.close();
     await c.shutdown();

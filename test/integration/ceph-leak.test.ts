@@ -1,20 +1,17 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createImage, openImage, removeImage, type IoCtx, type RadosCluster } from '../../src/ceph';
-import { Cleanups, cephTestEnv, testCluster, testNamespace, uniqueName } from '../../src/ceph/testing';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { createImage, openImage, removeImage, type IoCtx } from '../../src/ceph';
+import { uniqueName } from '../../src/ceph/testing';
+import { cephSuite } from '../helpers/ceph-suite';
 
-const env = cephTestEnv();
 const MiB = 1 << 20;
 
 describe('ceph handle leak check', () => {
-  const cleanups = new Cleanups();
-  let cluster: RadosCluster;
+  const t = cephSuite();
+  const { cleanups } = t;
   let io: IoCtx;
-
-  beforeAll(async () => {
-    cluster = await testCluster(cleanups, env!);
-    io = await testNamespace(cleanups, cluster, env!.vmPool);
+  beforeAll(() => {
+    ({ io } = t);
   });
-  afterAll(() => cleanups.run());
 
   it('create/open/close of 1,000 image handles does not grow RSS without bound', async () => {
     const name = uniqueName('img');

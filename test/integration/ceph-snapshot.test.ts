@@ -1,22 +1,19 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import {
-  cloneImage, createImage, isBusy, isExists, isNotFound, openImage, removeImage, type IoCtx, type RadosCluster,
+  cloneImage, createImage, isBusy, isExists, isNotFound, openImage, removeImage, type IoCtx,
 } from '../../src/ceph';
-import { Cleanups, cephTestEnv, testCluster, testNamespace, uniqueName } from '../../src/ceph/testing';
+import { uniqueName } from '../../src/ceph/testing';
+import { cephSuite } from '../helpers/ceph-suite';
 
-const env = cephTestEnv();
 const MiB = 1 << 20;
 
 describe('ceph snapshot calls', () => {
-  const cleanups = new Cleanups();
-  let cluster: RadosCluster;
+  const t = cephSuite();
+  const { cleanups } = t;
   let io: IoCtx;
-
-  beforeAll(async () => {
-    cluster = await testCluster(cleanups, env!);
-    io = await testNamespace(cleanups, cluster, env!.vmPool);
+  beforeAll(() => {
+    ({ io } = t);
   });
-  afterAll(() => cleanups.run());
 
   async function newImage(): Promise<string> {
     const name = uniqueName('img');
@@ -70,7 +67,7 @@ describe('ceph snapshot calls', () => {
     const err = await img.unprotectSnap('s').catch((e: unknown) => e);
     expect(isBusy(err)).toBe(true);
     expect(err).toMatchObject({ errno: 16, call: 'rbd_snap_unprotect' });
-    expect(await img.listChildren()).toEqual([{ pool: env!.vmPool, namespace: io.namespace, image: child, trash: false }]);
+    expect(await img.listChildren()).toEqual([{ pool: t.env.vmPool, namespace: io.namespace, image: child, trash: false }]);
   });
 
   // Ceph 16.2.15: two concurrent snap creates of one name. Measured on the lab: both calls

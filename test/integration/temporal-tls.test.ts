@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -9,7 +9,11 @@ import { loadConfig } from '../../src/config';
 import { connectionOptions } from '../../src/temporal-connection';
 import { domainLock, releaseLock } from '../../workflows/domain-lock';
 import { json, vmsnapCli } from '../helpers/cli';
+import { CephView } from '../helpers/ceph-inspect';
 import { uniqueId } from '../helpers/harness';
+import { labVars, need } from '../helpers/lab';
+import { WorkerProcess } from '../helpers/worker-process';
+import type { SnapshotResult } from '../../src/model/types';
 import { makeCa, makeLeaf, startMtlsProxy } from '../helpers/tls';
 import type { CertFiles, MtlsProxy } from '../helpers/tls';
 
@@ -171,6 +175,38 @@ describe('Temporal through a mutual-TLS frontend', () => {
     const r = await vmsnapCli(['status', workflowId, '--json'], { PATH: process.env.PATH, HOME: process.env.HOME, ...tlsEnv(proxy.address) }, 30_000);
     expect(r.code, r.stderr).toBe(0);
     expect(json<{ status: string; taskQueue: string }>(r)).toMatchObject({ status: 'COMPLETED', taskQueue });
+  });
+
+  it('the shipped `vmsnap worker` runs a snapshot over mTLS; no key material in its logs or the history', async () => {
+    const vars = labVars();
+    const env = tlsEnv(proxy.address);
+    const w = new WorkerProcess({ ...vars, TEMPORAL_ADDRESS: proxy.address }, `tls-${uniqueId('h').slice(2)}`, env);
+    const conn = Connection.lazy({ ...optionsFor(env), connectTimeout: '3s' });
+    try {
+      await w.start();
+      const temporal = new Client({ connection: conn, namespace: 'default' });
+      const id = uniqueId('tls-snap');
+      const result: SnapshotResult = await temporal.workflow.execute('consistentSnapshot', {
+        taskQueue: w.taskQueue,
+        workflowId: id,
+        args: [{ domain: need(vars, 'VMSNAP_GUEST_1DISK'), quiesce: 'require' }],
+      });
+      expect(result.quiesced).toBe(true);
+      const history = JSON.stringify(await temporal.workflow.getHandle(id).fetchHistory());
+      const logs = w.logs.join('');
+      // The key's base64 body, line by line, and the paths of key and certificate.
+      const keyLines = readFileSync(client.key, 'utf8').split('\n').filter((l) => l && !l.startsWith('-----'));
+      for (const text of [history, logs]) {
+        for (const l of keyLines) expect(text).not.toContain(l);
+        expect(text).not.toContain(client.key);
+        expect(text).not.toMatch(/-----BEGIN [A-Z ]*PRIVATE KEY-----/);
+      }
+      const ceph = new CephView(vars);
+      for (const d of result.disks) await ceph.removeImage('images', d.image!.split('/')[1]!);
+    } finally {
+      await w.stop();
+      await conn.close();
+    }
   });
 
   interface Refusal {

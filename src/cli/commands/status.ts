@@ -1,5 +1,5 @@
 import { progressQuery } from '../../../workflows/progress';
-import { COMMON_HELP, configFrom, parse } from '../common-flags';
+import { COMMON_HELP, configFrom, parseSingle } from '../common-flags';
 import { CliError, Exit } from '../exit-codes';
 import { emit, progressBar } from '../output';
 import { connectClient } from '../temporal-client';
@@ -10,20 +10,17 @@ Shows a run's status, phase, flatten progress and, when finished, its result.
 ${COMMON_HELP}`;
 
 export async function run(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(argv, {});
-  if (values.help) {
-    process.stdout.write(HELP + '\n');
-    return Exit.ok;
-  }
-  if (positionals.length !== 1) throw new CliError('status takes exactly one workflow id', Exit.badInput);
+  const parsed = parseSingle(argv, HELP, 'status', 'workflow id');
+  if (!parsed) return Exit.ok;
+  const { values, arg } = parsed;
   const client = await connectClient(configFrom(values));
   try {
-    const handle = client.workflow.getHandle(positionals[0]);
+    const handle = client.workflow.getHandle(arg);
     let desc;
     try {
       desc = await handle.describe();
     } catch (err) {
-      throw new CliError(`no workflow ${positionals[0]}: ${(err as Error).message}`, Exit.badInput);
+      throw new CliError(`no workflow ${arg}: ${(err as Error).message}`, Exit.badInput);
     }
     const status = desc.status.name;
     const progress = status === 'RUNNING' ? await handle.query(progressQuery).catch(() => undefined) : undefined;

@@ -1,7 +1,7 @@
 import { LibvirtClient } from '../../libvirt';
 import { FreezeGuard } from '../../host/freeze-guard';
 import { DOMAIN_NAME, DOMAIN_UUID } from '../../model/input';
-import { COMMON_HELP, configFrom, parse } from '../common-flags';
+import { COMMON_HELP, configFrom, parseSingle } from '../common-flags';
 import { CliError, Exit } from '../exit-codes';
 import { emit } from '../output';
 import { jsonLogger } from '../../worker/logger';
@@ -13,13 +13,10 @@ guest-fsfreeze-status until "thawed". Clears vmsnap's journal entry for the gues
 ${COMMON_HELP}`;
 
 export async function run(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(argv, {});
-  if (values.help) {
-    process.stdout.write(HELP + '\n');
-    return Exit.ok;
-  }
-  if (positionals.length !== 1) throw new CliError('thaw takes exactly one domain', Exit.badInput);
-  const name = positionals[0];
+  const parsed = parseSingle(argv, HELP, 'thaw', 'domain');
+  if (!parsed) return Exit.ok;
+  const { values, arg } = parsed;
+  const name = arg;
   if (!DOMAIN_NAME.test(name) && !DOMAIN_UUID.test(name)) throw new CliError(`invalid domain "${name}"`, Exit.badInput);
   const config = configFrom(values);
   let lv: LibvirtClient;
