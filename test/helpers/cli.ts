@@ -33,7 +33,9 @@ export function vmsnapCli(argv: string[], env: NodeJS.ProcessEnv, timeoutMs = 17
   return new Promise((resolve) => {
     execFile(process.execPath, [BIN, ...argv], { env, timeout: timeoutMs, maxBuffer: 16 << 20 }, (err, stdout, stderr) => {
       const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
-      resolve({ code, stdout, stderr, ms: Date.now() - t0 });
+      // -1: no exit code; say why (a signal, a timeout, too much output) so a failure explains itself.
+      const why = err && code === -1 ? `\n[vmsnapCli: ${err.signal ? `killed by ${err.signal}` : String(err.code ?? err.message)}]` : '';
+      resolve({ code, stdout, stderr: stderr + why, ms: Date.now() - t0 });
     });
   });
 }

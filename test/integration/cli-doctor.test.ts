@@ -83,7 +83,7 @@ describe('vmsnap doctor on the lab', () => {
 
   it('prints one line per check with OK/WARN/FAIL', async () => {
     const r = await doctor('--domain', g1);
-    expect(r.code).toBe(0);
+    expect(r.code, r.stderr).toBe(0);
     const lines = r.stdout.trim().split('\n');
     expect(lines.slice(0, -1).every((l) => /^(OK {2}|WARN|FAIL) {2}\S/.test(l))).toBe(true);
     expect(r.stdout).toMatch(new RegExp(`^OK {4}domain ${g1} agent: answers guest-ping`, 'm'));
