@@ -26,6 +26,17 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   auto* data = new EnvData();
   data->tsfn = Tsfn::New(env, "vmsnap-rbd", 0, 1);
   data->tsfn.Unref(env);  // referenced only while calls are pending
+  data->guard = NewTsfnGuard();
+  // Registered after the TSFN, so it runs before Node's own teardown of it (hooks run in reverse).
+  // The hook owns a reference of its own: the instance data may be freed before it runs.
+  napi_add_env_cleanup_hook(
+      env,
+      [](void* arg) {
+        auto* g = static_cast<std::shared_ptr<TsfnGuard>*>(arg);
+        (*g)->Close();
+        delete g;
+      },
+      new std::shared_ptr<TsfnGuard>(data->guard));
   data->handle_ctor = Napi::Persistent(Handle::Define(env));
   env.SetInstanceData<EnvData, FreeEnvData>(data);
   RegisterCluster(env, exports);

@@ -1,13 +1,37 @@
 #include "core.h"
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "pool.h"
 
 namespace vmsnap {
 
 EnvData* GetEnvData(Napi::Env env) { return env.GetInstanceData<EnvData>(); }
+
+namespace {
+// Never destroyed: pool threads and the atexit handler may use them during process exit.
+std::mutex* const g_guards_mu = new std::mutex();
+std::vector<std::weak_ptr<TsfnGuard>>* const g_guards = new std::vector<std::weak_ptr<TsfnGuard>>();
+
+void CloseAllGuards() {
+  std::lock_guard<std::mutex> lock(*g_guards_mu);
+  for (auto& w : *g_guards) {
+    if (auto g = w.lock()) g->Close();
+  }
+}
+}  // namespace
+
+std::shared_ptr<TsfnGuard> NewTsfnGuard() {
+  static const bool registered = (std::atexit(CloseAllGuards), true);
+  (void)registered;
+  auto g = std::make_shared<TsfnGuard>();
+  std::lock_guard<std::mutex> lock(*g_guards_mu);
+  g_guards->push_back(g);
+  return g;
+}
 
 void CallDelivery(Napi::Env env, Napi::Function, void*, Delivery* d) {
   if (env != nullptr) d->Deliver(env);
@@ -77,14 +101,15 @@ void SubmitTo(Napi::Env env, Napi::Promise::Deferred deferred, std::function<Out
   EnvData* data = GetEnvData(env);
   if (data->pending++ == 0) data->tsfn.Ref(env);
   Tsfn tsfn = data->tsfn;
-  tsfn.Acquire();  // keeps the TSFN valid for this job even during env teardown
+  std::shared_ptr<TsfnGuard> guard = data->guard;
+  tsfn.Acquire();  // keeps the TSFN valid for this job while the environment lives
   Job* job = new Job(deferred, std::move(work), std::move(settled));
-  PoolPost([job, tsfn]() mutable {
+  PoolPost([job, tsfn, guard]() mutable {
     job->Run();
-    if (tsfn.BlockingCall(job) != napi_ok) {
+    if (!guard->Use([&] { return tsfn.BlockingCall(job); })) {
       // Environment is going away; the job (holding JS references) is leaked.
     }
-    tsfn.Release();
+    guard->Use([&] { return tsfn.Release(); });
   });
 }
 
@@ -115,7 +140,8 @@ class ProgressDelivery : public Delivery {
   std::shared_ptr<Progress> p_;
 };
 
-Progress::Progress(Tsfn tsfn, Napi::Function callback) : tsfn_(tsfn) {
+Progress::Progress(Tsfn tsfn, std::shared_ptr<TsfnGuard> guard, Napi::Function callback)
+    : tsfn_(tsfn), guard_(std::move(guard)) {
   if (!callback.IsEmpty()) callback_ = Napi::Persistent(callback);
 }
 
@@ -127,7 +153,7 @@ int Progress::Report(uint64_t done, uint64_t total) {
   if (!callback_.IsEmpty() && !posted_.exchange(true)) {
     // Only called while the owning job runs, i.e. while it holds the TSFN.
     auto* d = new ProgressDelivery(shared_from_this());
-    if (tsfn_.NonBlockingCall(d) != napi_ok) {
+    if (!guard_->Use([&] { return tsfn_.NonBlockingCall(d); })) {
       posted_ = false;
     }
   }
@@ -141,7 +167,8 @@ int Progress::Callback(uint64_t done, uint64_t total, void* arg) {
 std::shared_ptr<Progress> MakeProgress(Napi::Env env, Napi::Value callback) {
   Napi::Function fn;
   if (callback.IsFunction()) fn = callback.As<Napi::Function>();
-  return std::make_shared<Progress>(GetEnvData(env)->tsfn, fn);
+  EnvData* data = GetEnvData(env);
+  return std::make_shared<Progress>(data->tsfn, data->guard, fn);
 }
 
 // ---- handles -------------------------------------------------------------

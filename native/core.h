@@ -6,6 +6,8 @@
 // one napi_threadsafe_function per environment.
 #pragma once
 #include <napi.h>
+
+#include <mutex>
 #include <rados/librados.h>
 #include <rbd/librbd.h>
 
@@ -39,13 +41,40 @@ class Delivery {
 void CallDelivery(Napi::Env env, Napi::Function, void*, Delivery* d);
 using Tsfn = Napi::TypedThreadSafeFunction<void, Delivery, CallDelivery>;
 
+// Off the JS thread the TSFN is only touched through its guard. Node frees a TSFN when its
+// environment is torn down, even while addon threads still hold it, and the process may exit
+// while a job finishes: a Release after that aborted the CLI in uv_mutex_lock (SIGABRT at exit).
+// Once the guard is closed (env cleanup hook, atexit, or a call that said napi_closing), no
+// thread touches the TSFN again; results not yet delivered are dropped with the process.
+class TsfnGuard {
+ public:
+  // Runs `call` (a napi_status-returning use of the TSFN) unless closed; true if it ran and was ok.
+  template <typename F>
+  bool Use(F&& call) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_) return false;
+    napi_status s = call();
+    if (s == napi_closing) closed_ = true;
+    return s == napi_ok;
+  }
+  void Close() {
+    std::lock_guard<std::mutex> lock(mu_);
+    closed_ = true;
+  }
+
+ private:
+  std::mutex mu_;
+  bool closed_ = false;
+};
+std::shared_ptr<TsfnGuard> NewTsfnGuard();  // registered so that process exit closes it
+
 // Progress of a long call (flatten, remove), reported from librbd's threads,
 // coalesced (at most one delivery in flight) and passed to a JS callback.
 // Also carries the cancel flag: librbd stops when the progress callback
 // returns non-zero.
 class Progress : public std::enable_shared_from_this<Progress> {
  public:
-  Progress(Tsfn tsfn, Napi::Function callback);
+  Progress(Tsfn tsfn, std::shared_ptr<TsfnGuard> guard, Napi::Function callback);
   ~Progress();
   // Any thread. Returns -ECANCELED once Cancel() was called, else 0.
   int Report(uint64_t done, uint64_t total);
@@ -57,6 +86,7 @@ class Progress : public std::enable_shared_from_this<Progress> {
  private:
   friend class ProgressDelivery;
   Tsfn tsfn_;
+  std::shared_ptr<TsfnGuard> guard_;
   Napi::FunctionReference callback_;  // JS thread only
   std::atomic<bool> cancelled_{false};
   std::atomic<bool> posted_{false};
@@ -129,6 +159,7 @@ class Handle : public Napi::ObjectWrap<Handle> {
 
 struct EnvData {
   Tsfn tsfn;
+  std::shared_ptr<TsfnGuard> guard;
   size_t pending = 0;
   Napi::FunctionReference handle_ctor;
 };

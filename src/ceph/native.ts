@@ -103,6 +103,11 @@ export function addonPath(): string {
 
 let loaded: NativeBinding | undefined;
 
+/** Whether anything has loaded the addon yet (without loading it). */
+export function nativeLoaded(): boolean {
+  return loaded !== undefined;
+}
+
 /** The addon, loaded on first use. */
 export function native(): NativeBinding {
   // eslint-disable-next-line @typescript-eslint/no-require-imports

@@ -1,3 +1,4 @@
+import { addonDrained } from '../ceph/version';
 import { CliError, Exit } from './exit-codes';
 
 type Command = { run(argv: string[]): Promise<number> };
@@ -53,7 +54,8 @@ async function main(argv: string[]): Promise<number> {
  */
 function finish(code: number): void {
   process.exitCode = code;
-  setTimeout(() => process.exit(code), 1000).unref();
+  // Ceph calls still on the addon's threads (handles closing behind a command) finish first.
+  void addonDrained(5000).then(() => setTimeout(() => process.exit(code), 1000).unref());
 }
 
 main(process.argv.slice(2)).then(finish, (err: unknown) => {
