@@ -61,6 +61,11 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
+/** Where inspection connects read-only: `libvirt.readOnlyUri`, else `libvirt.uri` (its `-ro` socket). */
+export function readOnlyLibvirtUri(config: Config): string {
+  return config.libvirt.readOnlyUri ?? config.libvirt.uri;
+}
+
 /** Task queue of one hypervisor host: workflows and activities that touch its libvirt run there. */
 export function hostTaskQueue(host: string): string {
   return `vmsnap-${host}`;

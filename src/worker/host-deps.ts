@@ -2,6 +2,7 @@ import { LibvirtClient } from '../libvirt';
 import { RadosCluster, Snapshotter } from '../ceph';
 import type { IoCtx } from '../ceph';
 import type { ActivityDeps } from '../../activities';
+import { readOnlyLibvirtUri } from '../config';
 import type { Config } from '../config';
 import { FreezeGuard } from '../host/freeze-guard';
 import { Metrics } from '../host/metrics';
@@ -21,9 +22,6 @@ export interface HostDeps extends ActivityDeps {
  * libvirtd or Ceph is briefly away.
  */
 export function createHostDeps(config: Config, metrics = new Metrics(), log: Logger = jsonLogger({ host: config.host })): HostDeps {
-  let lv: Promise<LibvirtClient> | undefined;
-  let lvRo: Promise<LibvirtClient> | undefined;
-  let rados: Promise<RadosCluster> | undefined;
   const pools = new Map<string, Promise<IoCtx>>();
   const cephOpts = { conf: config.ceph.conf, id: config.ceph.id, keyring: config.ceph.keyring };
   // evictWith: a killed snapshotter's dead session is fenced at once, so a snapshot it left with a
@@ -36,27 +34,10 @@ export function createHostDeps(config: Config, metrics = new Metrics(), log: Log
   });
   const guard = new FreezeGuard({ libvirtUri: config.libvirt.uri, stateDir: config.stateDir });
 
-  const libvirt = () => {
-    lv ??= LibvirtClient.connect({ uri: config.libvirt.uri }).catch((err) => {
-      lv = undefined;
-      throw err;
-    });
-    return lv;
-  };
-  const libvirtReadOnly = () => {
-    lvRo ??= LibvirtClient.connect({ uri: config.libvirt.readOnlyUri ?? config.libvirt.uri, readOnly: true }).catch((err) => {
-      lvRo = undefined;
-      throw err;
-    });
-    return lvRo;
-  };
-  const cluster = () => {
-    rados ??= RadosCluster.connect({ ...cephOpts, connectTimeoutSec: 10 }).catch((err: unknown) => {
-      rados = undefined;
-      throw err;
-    });
-    return rados;
-  };
+  const libvirt = reopening(() => LibvirtClient.connect({ uri: config.libvirt.uri }));
+  const libvirtReadOnly = reopening(() => LibvirtClient.connect({ uri: readOnlyLibvirtUri(config), readOnly: true }));
+  const rados = reopening(() => RadosCluster.connect({ ...cephOpts, connectTimeoutSec: 10 }));
+  const cluster = rados.get;
   const ioctx = (pool: string, namespace?: string) => {
     const key = `${pool}/${namespace ?? ''}`;
     let io = pools.get(key);
@@ -70,8 +51,8 @@ export function createHostDeps(config: Config, metrics = new Metrics(), log: Log
 
   return {
     host: config.host,
-    libvirt,
-    libvirtReadOnly,
+    libvirt: libvirt.get,
+    libvirtReadOnly: libvirtReadOnly.get,
     rados: cluster,
     ioctx,
     snapshotter,
@@ -82,8 +63,23 @@ export function createHostDeps(config: Config, metrics = new Metrics(), log: Log
     async close() {
       await snapshotter.close();
       for (const io of pools.values()) await io.then((i) => i.close()).catch(() => undefined);
-      if (rados) await rados.then((c) => c.shutdown()).catch(() => undefined);
-      for (const c of [lv, lvRo]) if (c) await c.then((x) => x.close()).catch(() => undefined);
+      await rados.opened()?.then((c) => c.shutdown()).catch(() => undefined);
+      for (const c of [libvirt, libvirtReadOnly]) await c.opened()?.then((x) => x.close()).catch(() => undefined);
     },
+  };
+}
+
+/** Opens on first use and keeps what it opened; a failed open is forgotten, so the next use retries. */
+function reopening<T>(open: () => Promise<T>): { get: () => Promise<T>; opened: () => Promise<T> | undefined } {
+  let current: Promise<T> | undefined;
+  return {
+    get: () => {
+      current ??= open().catch((err: unknown) => {
+        current = undefined;
+        throw err;
+      });
+      return current;
+    },
+    opened: () => current,
   };
 }

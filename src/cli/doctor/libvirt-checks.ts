@@ -1,5 +1,6 @@
 import { LibvirtClient, parseDomainXml } from '../../libvirt';
 import type { DomainRef } from '../../libvirt';
+import { readOnlyLibvirtUri } from '../../config';
 import type { Config } from '../../config';
 import { fail, messageOf, ok, warn, within } from './check';
 import type { CheckResult } from './check';
@@ -48,7 +49,7 @@ export async function checkLibvirt(config: Config, opts: { domains?: string[]; a
 
 /** Inspection runs on libvirtd's read-only socket, so the worker needs that one too. */
 async function checkReadOnly(config: Config): Promise<CheckResult> {
-  const uri = config.libvirt.readOnlyUri ?? config.libvirt.uri;
+  const uri = readOnlyLibvirtUri(config);
   try {
     const ro = await within(10_000, 'connect', LibvirtClient.connect({ uri, readOnly: true, callTimeoutMs: 10_000 }));
     await ro.listDomains().finally(() => ro.close());
