@@ -6,11 +6,8 @@
  * prebuilt bundle). Prints `READY <taskQueue> <snapshotter pid>`; SIGTERM shuts it down.
  * argv: <host id> <workflow bundle path>.
  */
-import { mkdtempSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { loadConfig } from '../src/config';
 import { loadLabEnv } from '../src/lab/env';
+import { labWorkerConfig } from '../src/lab/worker-config';
 import { createHostWorker } from '../src/worker/run-worker';
 import { jsonLogger } from '../src/worker/logger';
 
@@ -18,19 +15,7 @@ async function main(): Promise<void> {
   const host = process.argv[2] ?? `bench-load-${process.pid}`;
   const bundle = process.argv[3];
   if (!bundle) throw new Error('usage: load-worker <host> <workflow bundle path>');
-  const env = loadLabEnv();
-  const config = loadConfig(
-    {
-      temporal: { address: env.temporal.address, namespace: env.temporal.namespace },
-      libvirt: { uri: env.libvirt!.uri },
-      ceph: { conf: env.ceph.conf, id: env.ceph.vmsnapId, keyring: env.ceph.vmsnapKeyring },
-      host,
-      stateDir: mkdtempSync(path.join(os.tmpdir(), 'vmsnap-bench-load-')),
-      metricsPort: 0,
-    },
-    process.env,
-    undefined,
-  );
+  const config = labWorkerConfig(loadLabEnv(), host, process.env);
   const sink = { write: () => true } as unknown as NodeJS.WritableStream;
   const hw = await createHostWorker(config, jsonLogger({ host }, sink), { workflows: { workflowBundle: { codePath: bundle } } });
   process.once('SIGTERM', () => hw.shutdown());

@@ -3,13 +3,10 @@
  * real Temporal, libvirtd, guests, Ceph, the restricted `client.vmsnap` key. Own host id, so its
  * own task queue and freeze-guard state dir.
  */
-import { mkdtempSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
-import { loadConfig } from '../src/config';
 import type { LabEnv } from '../src/lab/env';
+import { labWorkerConfig } from '../src/lab/worker-config';
 import { createHostWorker } from '../src/worker/run-worker';
 import { jsonLogger } from '../src/worker/logger';
 
@@ -21,18 +18,7 @@ export interface BenchWorker {
 
 export async function startBenchWorker(env: LabEnv): Promise<BenchWorker> {
   const host = `bench-${randomUUID().slice(0, 8)}`;
-  const config = loadConfig(
-    {
-      temporal: { address: env.temporal.address, namespace: env.temporal.namespace },
-      libvirt: { uri: env.libvirt!.uri },
-      ceph: { conf: env.ceph.conf, id: env.ceph.vmsnapId, keyring: env.ceph.vmsnapKeyring },
-      host,
-      stateDir: mkdtempSync(path.join(os.tmpdir(), 'vmsnap-bench-')),
-      metricsPort: 0,
-    },
-    {},
-    undefined,
-  );
+  const config = labWorkerConfig(env, host);
   const sink = { write: () => true } as unknown as NodeJS.WritableStream;
   const hw = await createHostWorker(config, jsonLogger({ host }, sink));
   const running = hw.run();
