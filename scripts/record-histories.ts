@@ -28,7 +28,7 @@ async function main(): Promise<void> {
       const result: SnapshotResult = await h.client.workflow.execute('consistentSnapshot', { taskQueue: h.hw.taskQueue, workflowId: id, args: [input] });
       rmSync(path.join(HISTORY_DIR, `${name}.json`), { force: true });
       await recordHistory(h.client, id, name);
-      for (const d of result.disks) if (d.image) await ceph.removeImage('images', d.image.split('/')[1]);
+      await ceph.removeResultImages(result);
       console.log(`recorded ${name} (${id}), quiesced=${result.quiesced}`);
     }
   } finally {

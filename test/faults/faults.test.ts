@@ -136,10 +136,6 @@ async function leftovers(workflowId: string, completed: SnapshotResult | undefin
   return out;
 }
 
-async function removeResult(r: SnapshotResult | undefined): Promise<void> {
-  for (const d of r?.disks ?? []) if (d.image) await ceph.removeImage('images', d.image.split('/')[1]);
-}
-
 interface CellRun {
   status: string;
   failure?: string;
@@ -184,7 +180,7 @@ async function cellRun(
       await sleep(500);
       left = await leftovers(workflowId, o.result);
     }
-    await removeResult(o.result);
+    await ceph.removeResultImages(o.result);
     // The probe sees every I/O stall; where the fault itself stalls I/O (OSD down) the cell measures
     // the freeze from the agent's own fsfreeze-status instead.
     return {

@@ -65,4 +65,13 @@ export class CephView {
     }
     await this.rbd('rm', '--no-progress', `${pool}/${image}`).catch(() => undefined);
   }
+
+  /** Removes the images a run made (`pool/name` of each disk's `image`), with their snapshots. */
+  async removeResultImages(result: { disks: { image?: string }[] } | undefined): Promise<void> {
+    for (const d of result?.disks ?? []) {
+      if (!d.image) continue;
+      const [pool, name] = d.image.split('/') as [string, string];
+      await this.removeImage(pool, name);
+    }
+  }
 }

@@ -47,7 +47,7 @@ describe('vmsnap CLI on the lab', () => {
     expect(json<{ status: string }>(s).status).toBe('COMPLETED');
     const human = await vmsnapCli(['status', id], env);
     expect(human.stdout).toContain(`${id}: COMPLETED`);
-    for (const d of result.disks) await ceph.removeImage('images', d.image!.split('/')[1]);
+    await ceph.removeResultImages(result);
   });
 
   it('the same input works with `temporal workflow start` (README)', async () => {

@@ -65,7 +65,7 @@ describe('least privilege', () => {
     }
     expect(history).not.toMatch(/-----BEGIN [A-Z ]*PRIVATE KEY-----/);
     expect(logs).not.toMatch(/-----BEGIN [A-Z ]*PRIVATE KEY-----/);
-    for (const d of result.disks) await ceph.removeImage('images', d.image!.split('/')[1]);
+    await ceph.removeResultImages(result);
   });
 
   it('the same key cannot create, read or delete images in a third pool', async () => {

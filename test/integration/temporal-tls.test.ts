@@ -202,7 +202,7 @@ describe('Temporal through a mutual-TLS frontend', () => {
         expect(text).not.toMatch(/-----BEGIN [A-Z ]*PRIVATE KEY-----/);
       }
       const ceph = new CephView(vars);
-      for (const d of result.disks) await ceph.removeImage('images', d.image!.split('/')[1]!);
+      await ceph.removeResultImages(result);
     } finally {
       await w.stop();
       await conn.close();

@@ -54,6 +54,6 @@ describe('the shipped worker', () => {
     for (const bulk of ['cloneDisk', 'flattenDisk', 'finalizeDisk']) expect(queues.get(bulk)).toBe(`${w.taskQueue}-bulk`);
     expect(queues.get('inspectDomain')).toBe(w.taskQueue);
     const ceph = new CephView(vars);
-    for (const d of result.disks) await ceph.removeImage('images', d.image!.split('/')[1]!);
+    await ceph.removeResultImages(result);
   });
 });
