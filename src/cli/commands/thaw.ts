@@ -15,8 +15,7 @@ ${COMMON_HELP}`;
 export async function run(argv: string[]): Promise<number> {
   const parsed = parseSingle(argv, HELP, 'thaw', 'domain');
   if (!parsed) return Exit.ok;
-  const { values, arg } = parsed;
-  const name = arg;
+  const { values, arg: name } = parsed;
   if (!DOMAIN_NAME.test(name) && !DOMAIN_UUID.test(name)) throw new CliError(`invalid domain "${name}"`, Exit.badInput);
   const config = configFrom(values);
   let lv: LibvirtClient;

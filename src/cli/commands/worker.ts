@@ -5,8 +5,9 @@ import { Exit } from '../exit-codes';
 const HELP = `Usage: vmsnap worker [options]
 
 Runs this hypervisor's worker on task queue vmsnap-<host>: the consistentSnapshot workflow and
-its activities, plus vmsnap-<host>-bulk for clone/flatten/finalize. Thaws journaled guests left frozen by a previous worker at start, sweeps expired
-freezes every --sweep-interval-ms. SIGTERM/SIGINT: graceful shutdown (in-flight steps finish).
+its activities, plus vmsnap-<host>-bulk for clone/flatten/finalize. Thaws journaled guests left
+frozen by a previous worker at start, sweeps expired freezes every VMSNAP_SWEEP_INTERVAL_MS.
+SIGTERM/SIGINT: graceful shutdown (in-flight steps finish).
 
   --metrics-port N     Prometheus /metrics and /healthz on 127.0.0.1:N (0 = off; default 9464)
   --bulk-concurrency N clone/flatten/finalize steps at a time on this host (VMSNAP_BULK_CONCURRENCY, default 2)
