@@ -12,6 +12,8 @@ export interface ActivityDeps {
   libvirt(): Promise<LibvirtClient>;
   /** Read-only (libvirtd's `-ro` socket): lookups, domain state and XML. */
   libvirtReadOnly(): Promise<LibvirtClient>;
+  /** libvirtd's QEMU status dir, where a domain's agent timeout can be read (config libvirt.statusDir). */
+  libvirtStatusDir: string;
   rados(): Promise<RadosCluster>;
   ioctx(pool: string, namespace?: string): Promise<IoCtx>;
   snapshotter: Snapshotter;

@@ -1,43 +1,68 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { isFrozenState } from '../src/libvirt';
-import { nowMs } from '../src/host/clock';
+import { isFrozenState, readAgentResponseTimeout } from '../src/libvirt';
+import type { DomainRef, LibvirtClient } from '../src/libvirt';
+import { monoMs, nowMs } from '../src/host/clock';
 import { faultPoint } from '../src/host/fault-points';
 import { M } from '../src/host/metrics';
+import { restoreAgentTimeout } from '../src/host/agent-timeout-restore';
+import { thawAndConfirm } from '../src/host/thaw-confirm';
 import { FailureType } from '../src/model/failures';
 import type { FreezeRequest, FreezeResult } from '../src/model/types';
 import type { ActivityDeps } from './deps';
 import { toFailure } from './failures';
 
 /**
- * virDomainFSFreeze, guarded. The host guard is armed (journal + watchdog) before the call: a
- * freeze that fails with "agent unresponsive" may still land in the guest later, and then the
- * watchdog is what thaws it if everything else is gone.
+ * virDomainFSFreeze, guarded and owned. vmsnap freezes only a thawed guest: one already frozen
+ * belongs to someone else (an operator, another tool) and is left alone — nothing armed, nothing
+ * thawed. The host guard is armed (journal + watchdog) before the call: a freeze that fails with
+ * "agent unresponsive" may still land in the guest later, and then the watchdog is what thaws it
+ * if everything else is gone.
  */
 export function freezeGuest(deps: ActivityDeps) {
   return async function freezeGuest(req: FreezeRequest): Promise<FreezeResult> {
     const lv = await deps.libvirt();
-    let dom;
+    let dom: DomainRef;
+    let previousAgentTimeout: number | undefined;
     try {
       dom = await lv.lookupDomainByUuid(req.domainUuid);
+      await standDownIfFrozen(deps, lv, dom, req);
+      previousAgentTimeout = await readAgentResponseTimeout(deps.libvirtStatusDir, dom.name);
       await lv.setAgentResponseTimeout(dom, req.agentTimeoutSec);
     } catch (err) {
       throw toFailure(err, `prepare freeze of ${req.domainName}`);
     }
-    await deps.guard.arm({ domainUuid: req.domainUuid, domainName: req.domainName, owner: req.owner, deadlineMs: req.deadlineMs });
+    await deps.guard.arm({
+      domainUuid: req.domainUuid,
+      domainName: req.domainName,
+      owner: req.owner,
+      deadlineMs: req.deadlineMs,
+      agentTimeoutSec: req.agentTimeoutSec,
+      ...(previousAgentTimeout !== undefined ? { previousAgentTimeout } : {}),
+    });
     deps.metrics.add(M.frozenGuests, 1);
     await faultPoint('freeze:before-call');
     const startedAt = nowMs();
+    const startedMono = monoMs();
     try {
       const frozenFilesystems = await lv.fsFreeze(dom, undefined, { timeoutMs: req.agentTimeoutSec * 1000 + 2000 });
       const returnedAt = nowMs();
+      const returnedMono = monoMs();
       await faultPoint('freeze:after');
-      return { frozenFilesystems, startedAt, returnedAt };
+      return { frozenFilesystems, startedAt, returnedAt, startedMono, returnedMono };
     } catch (err) {
       deps.metrics.inc(M.failures, { step: 'freeze' });
       if (isFrozenState(err)) {
-        // Someone else froze this guest (another tool, an operator). Not ours to take over.
-        throw ApplicationFailure.nonRetryable(`${req.domainName} is already frozen by someone else`, FailureType.FreezeFailed);
+        // Somebody froze the guest between our status check and our call: theirs, not ours.
+        // Stand the guard down WITHOUT thawing, and put the agent timeout back.
+        await deps.guard.release(req.domainUuid);
+        await deps.guard.clear(req.domainUuid);
+        deps.metrics.add(M.frozenGuests, -1);
+        const warning = await restoreAgentTimeout(lv, { domainUuid: req.domainUuid, previousAgentTimeout });
+        if (warning) deps.log.warn(warning, { domain: req.domainName });
+        throw frozenByOther(req.domainName, 'its agent refused our freeze: already frozen');
       }
+      // Outcome unknown or refused: the guard stays armed; the workflow's compensation thaws and
+      // watches for a freeze that lands late.
       const f = toFailure(err, `freeze ${req.domainName}`);
       throw ApplicationFailure.create({
         message: f.message,
@@ -48,4 +73,31 @@ export function freezeGuest(deps: ActivityDeps) {
       });
     }
   };
+}
+
+/**
+ * A frozen guest before our freeze is either a late freeze of an earlier vmsnap run that this
+ * host still watches (ours: thaw it and go on) or somebody else's (fail, touch nothing).
+ */
+async function standDownIfFrozen(deps: ActivityDeps, lv: LibvirtClient, dom: DomainRef, req: FreezeRequest): Promise<void> {
+  if ((await lv.fsFreezeStatus(dom, req.agentTimeoutSec)) !== 'frozen') return;
+  const journaled = await deps.guard.read(req.domainUuid);
+  if (journaled?.mode === 'watch') {
+    await thawAndConfirm(lv, req.domainUuid, req.agentTimeoutSec);
+    deps.metrics.inc(M.thaws, { layer: 'guard' });
+    deps.log.warn('thawed a late freeze of an earlier run before freezing', { domain: req.domainName, owner: journaled.owner });
+    return;
+  }
+  if (journaled) {
+    throw ApplicationFailure.retryable(`${req.domainName} is frozen by another vmsnap run (${journaled.owner})`, FailureType.DomainBusy);
+  }
+  throw frozenByOther(req.domainName, 'guest-fsfreeze-status says frozen and this host has no record of freezing it');
+}
+
+export function frozenByOther(domain: string, why: string): ApplicationFailure {
+  return ApplicationFailure.nonRetryable(
+    `${domain} is already frozen by someone else (${why}); vmsnap leaves a freeze it did not make untouched — ` +
+      'nothing was armed, created or thawed',
+    FailureType.GuestFrozenByOther,
+  );
 }

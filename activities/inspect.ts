@@ -1,10 +1,11 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { parseDomainXml, isAgentNotConfigured } from '../src/libvirt';
-import type { DomainDisk } from '../src/libvirt';
+import type { DomainDisk, DomainRef } from '../src/libvirt';
 import { FailureType } from '../src/model/failures';
 import type { InspectRequest, InspectResult, InspectedDisk } from '../src/model/types';
 import type { ActivityDeps } from './deps';
 import { translating } from './failures';
+import { frozenByOther } from './freeze';
 
 /**
  * Checks before anything changes: the domain exists and runs, its disks and their RBD sources,
@@ -35,6 +36,7 @@ export function inspectDomain(deps: ActivityDeps) {
         if (isAgentNotConfigured(err)) agent.configured = false;
         agent.error = err instanceof Error ? err.message : String(err);
       }
+      if (agent.responding) await failIfFrozenByOther(deps, dom, req.agentTimeoutSec);
     }
 
     const pools = new Set(disks.flatMap((d) => (d.rbd ? [d.rbd.pool] : [])));
@@ -46,6 +48,17 @@ export function inspectDomain(deps: ActivityDeps) {
     const fsid = await translating('read cluster fsid', () => cluster.fsid());
     return { domain: { name: dom.name, uuid: dom.uuid }, host: deps.host, fsid, disks, agent };
   };
+}
+
+/**
+ * A guest somebody else froze is theirs: fail before anything is created or locked. A freeze this
+ * host journaled is vmsnap's own (a run in its window, or a watched late freeze) and is left to
+ * the domain lock and the freeze step.
+ */
+async function failIfFrozenByOther(deps: ActivityDeps, dom: DomainRef, agentTimeoutSec: number): Promise<void> {
+  const status = await translating('read guest-fsfreeze-status', async () => (await deps.libvirt()).fsFreezeStatus(dom, agentTimeoutSec));
+  if (status !== 'frozen' || (await deps.guard.read(dom.uuid))) return;
+  throw frozenByOther(dom.name, 'guest-fsfreeze-status says frozen and this host has no record of freezing it');
 }
 
 async function openPool(deps: ActivityDeps, pool: string): Promise<void> {

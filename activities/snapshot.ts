@@ -1,5 +1,5 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { nowMs } from '../src/host/clock';
+import { monoMs, nowMs } from '../src/host/clock';
 import { faultPoint } from '../src/host/fault-points';
 import { M } from '../src/host/metrics';
 import { FailureType } from '../src/model/failures';
@@ -16,6 +16,7 @@ import { toFailure } from './failures';
 export function snapshotDisks(deps: ActivityDeps) {
   return async function snapshotDisks(req: SnapshotDisksRequest): Promise<SnapshotDisksResult> {
     const startedAt = nowMs();
+    const startedMono = monoMs();
     let outcome;
     try {
       outcome = await deps.snapshotter.createSnaps(
@@ -28,6 +29,7 @@ export function snapshotDisks(deps: ActivityDeps) {
       throw ApplicationFailure.create({ message: f.message, type: FailureType.SnapshotFailed, nonRetryable: true, details: f.details ?? undefined });
     }
     const returnedAt = nowMs();
+    const returnedMono = monoMs();
     if (outcome.failed.length) {
       deps.metrics.inc(M.failures, { step: 'snapshot' });
       const what = outcome.failed.map((f) => `${f.request.pool}/${f.request.image}@${f.request.snap}: ${f.error.message}`).join('; ');
@@ -45,6 +47,6 @@ export function snapshotDisks(deps: ActivityDeps) {
     await faultPoint('snapshot:after');
     const perDiskMs: Record<string, number> = {};
     for (const s of req.snaps) perDiskMs[s.target] = returnedAt - startedAt;
-    return { startedAt, returnedAt, perDiskMs };
+    return { startedAt, returnedAt, startedMono, returnedMono, perDiskMs };
   };
 }

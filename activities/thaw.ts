@@ -1,64 +1,73 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { activityInfo } from '@temporalio/activity';
-import type { DomainRef, LibvirtClient } from '../src/libvirt';
-import { nowMs } from '../src/host/clock';
+import { monoMs, nowMs } from '../src/host/clock';
 import { M } from '../src/host/metrics';
+import { restoreAgentTimeout } from '../src/host/agent-timeout-restore';
+import { thawAndConfirm } from '../src/host/thaw-confirm';
+import type { ThawOutcome } from '../src/host/thaw-confirm';
 import { FailureType } from '../src/model/failures';
 import type { ThawRequest, ThawResult } from '../src/model/types';
 import type { ActivityDeps } from './deps';
 import { toFailure } from './failures';
 
 /**
- * virDomainFSThaw, then proof: guest-fsfreeze-status must say `thawed` before the host guard is
- * released and the journal entry cleared. Idempotent — thawing a thawed guest returns 0.
+ * The run's thaw: the host's one thaw-and-confirm, then the guard is released and the journal
+ * entry cleared — or, after a freeze whose outcome is unknown, turned into a late-freeze watch.
+ * Idempotent — thawing a thawed guest returns 0, which is also how the workflow learns that
+ * somebody else thawed first.
  */
 export function thawGuest(deps: ActivityDeps) {
   return async function thawGuest(req: ThawRequest): Promise<ThawResult> {
     const lv = await deps.libvirt();
-    let dom: DomainRef;
-    try {
-      dom = await lv.lookupDomainByUuid(req.domainUuid);
-    } catch (err) {
-      throw toFailure(err, `thaw ${req.domainName}`);
-    }
     const startedAt = nowMs();
-    let thawedFilesystems = 0;
-    let returnedAt: number;
+    const startedMono = monoMs();
+    let r: ThawOutcome;
     try {
-      thawedFilesystems = await lv.fsThaw(dom, undefined, { timeoutMs: req.agentTimeoutSec * 1000 + 2000 });
-      returnedAt = nowMs();
+      r = await thawAndConfirm(lv, req.domainUuid, req.agentTimeoutSec);
     } catch (err) {
-      returnedAt = nowMs();
-      // Ambiguous (agent timeout, connection drop): the state is unknown until the guest says so.
-      await confirmThawed(lv, dom, req, err);
+      const f = toFailure(err, `thaw ${req.domainName} (attempt ${attempt()})`);
+      // Retryable always: the retry policy (and, past it, escalation) is the workflow's decision.
+      throw ApplicationFailure.create({ message: f.message, type: FailureType.ThawFailed, nonRetryable: false, details: f.details ?? undefined });
     }
-    const { guardFiredAt } = await deps.guard.release(req.domainUuid);
+    const returnedAt = nowMs();
+    const returnedMono = monoMs();
     const journaled = await deps.guard.read(req.domainUuid);
-    await deps.guard.clear(req.domainUuid);
-    if (journaled) deps.metrics.add(M.frozenGuests, -1);
+    const { guardFiredAt } = await deps.guard.release(req.domainUuid);
+    if (journaled && r.outcome === 'thawed') {
+      const warning = await restoreAgentTimeout(lv, journaled);
+      if (warning) deps.log.warn(warning, { domain: req.domainName });
+    }
+    if (req.lateFreezeWatchMs && r.outcome === 'thawed') {
+      await deps.guard.watch(
+        { domainUuid: req.domainUuid, domainName: req.domainName, owner: req.owner ?? workflowIdOrNone() ?? 'unknown', agentTimeoutSec: req.agentTimeoutSec },
+        req.lateFreezeWatchMs,
+      );
+    } else {
+      await deps.guard.clear(req.domainUuid);
+    }
+    if (journaled?.mode === 'window') deps.metrics.add(M.frozenGuests, -1);
+    const thawedFilesystems = r.outcome === 'thawed' ? r.thawedFilesystems : 0;
     const layer = guardFiredAt ? 'guard' : req.thawedBy;
     deps.metrics.inc(M.thaws, { layer });
-    deps.log.info('guest thawed', { workflowId: workflowIdOrNone(), domain: req.domainName, layer, thawedFilesystems, guardFiredAt });
-    return { thawedFilesystems, startedAt, returnedAt, ...(guardFiredAt ? { guardFiredAt } : {}) };
+    deps.log.info('guest thawed', {
+      workflowId: workflowIdOrNone(),
+      domain: req.domainName,
+      layer,
+      thawedFilesystems,
+      guardFiredAt,
+      ...(r.outcome === 'gone' ? { gone: r.reason } : {}),
+      ...(req.lateFreezeWatchMs ? { lateFreezeWatchMs: req.lateFreezeWatchMs } : {}),
+    });
+    return {
+      thawedFilesystems,
+      startedAt,
+      returnedAt,
+      startedMono,
+      returnedMono,
+      ...(guardFiredAt ? { guardFiredAt } : {}),
+      ...(r.outcome === 'gone' ? { domainGone: true } : {}),
+    };
   };
-}
-
-async function confirmThawed(lv: LibvirtClient, dom: DomainRef, req: ThawRequest, first: unknown): Promise<void> {
-  let status: string | undefined;
-  try {
-    status = await lv.fsFreezeStatus(dom, req.agentTimeoutSec);
-    if (status === 'frozen') {
-      await lv.fsThaw(dom, undefined, { timeoutMs: req.agentTimeoutSec * 1000 + 2000 });
-      status = await lv.fsFreezeStatus(dom, req.agentTimeoutSec);
-    }
-  } catch {
-    // fall through with status unknown
-  }
-  if (status !== 'thawed') {
-    const f = toFailure(first, `thaw ${req.domainName} (attempt ${attempt()})`);
-    // Retryable always: the retry policy (and, past it, escalation) is the workflow's decision.
-    throw ApplicationFailure.create({ message: f.message, type: FailureType.ThawFailed, nonRetryable: false, details: f.details ?? undefined });
-  }
 }
 
 function workflowIdOrNone(): string | undefined {

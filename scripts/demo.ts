@@ -27,7 +27,7 @@ async function main(): Promise<number> {
   const config = loadConfig(
     {
       temporal: { address: need(vars, 'TEMPORAL_ADDRESS') },
-      libvirt: { uri: need(vars, 'LIBVIRT_DEFAULT_URI') },
+      libvirt: { uri: need(vars, 'LIBVIRT_DEFAULT_URI'), statusDir: vars.VMSNAP_LIBVIRT_STATUS_DIR },
       ceph: { conf: need(vars, 'CEPH_CONF'), id: vars.CEPH_VMSNAP_ID ?? 'admin', keyring: vars.CEPH_VMSNAP_KEYRING ?? vars.CEPH_KEYRING },
       host: 'lab',
       stateDir: path.join(root, '.lab/vmsnap-state'),

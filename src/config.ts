@@ -36,6 +36,11 @@ export const ConfigSchema = z.strictObject({
     uri: z.string().min(1).max(4096).default('qemu:///system'),
     /** For inspection; default: `uri` on libvirtd's read-only socket (`libvirt-sock-ro` beside the read-write one). */
     readOnlyUri: z.string().min(1).max(4096).optional(),
+    /**
+     * libvirtd's QEMU status directory (`<domain>.xml` with `<agentTimeout>`): the only place the
+     * domain's current agent response timeout can be read, so a freeze can restore it afterwards.
+     */
+    statusDir: filePath.default('/run/libvirt/qemu'),
   }),
   ceph: z.strictObject({
     conf: filePath.default('/etc/ceph/ceph.conf'),
@@ -89,7 +94,7 @@ export function fromEnv(env: NodeJS.ProcessEnv): ConfigOverrides {
       tls,
       apiKeyPath: env.VMSNAP_TEMPORAL_API_KEY_FILE,
     },
-    libvirt: { uri: env.VMSNAP_LIBVIRT_URI ?? env.LIBVIRT_DEFAULT_URI, readOnlyUri: env.VMSNAP_LIBVIRT_RO_URI },
+    libvirt: { uri: env.VMSNAP_LIBVIRT_URI ?? env.LIBVIRT_DEFAULT_URI, readOnlyUri: env.VMSNAP_LIBVIRT_RO_URI, statusDir: env.VMSNAP_LIBVIRT_STATUS_DIR },
     ceph: {
       conf: env.VMSNAP_CEPH_CONF ?? env.CEPH_CONF,
       id: env.VMSNAP_CEPH_ID,

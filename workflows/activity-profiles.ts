@@ -19,6 +19,7 @@ const NON_RETRYABLE = [
   FailureType.NameConflict,
   FailureType.PoolUnavailable,
   FailureType.PermissionDenied,
+  FailureType.GuestFrozenByOther,
 ];
 
 /** Read-only checks: cheap, retried a few times for transient connection errors. */

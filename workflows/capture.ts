@@ -1,7 +1,8 @@
 import { ApplicationFailure, TemporalFailure } from '@temporalio/common';
-import { log, workflowInfo } from '@temporalio/workflow';
+import { isCancellation, log, patched, workflowInfo } from '@temporalio/workflow';
 import { FailureType } from '../src/model/failures';
 import type { SnapshotInput } from '../src/model/input';
+import { judgeFreeze } from '../src/model/quiesce-truth';
 import type { FreezeResult, SnapshotDisksResult, SnapshotPlan, ThawResult } from '../src/model/types';
 import { cleanup, freezeWindow, prepareLocal, thawEscalated, thawLocal } from './activity-profiles';
 import type { Compensations } from './compensations';
@@ -23,13 +24,17 @@ export interface Capture {
 export async function captureDisks(plan: SnapshotPlan, input: SnapshotInput, saga: Compensations, progress: Progress): Promise<Capture> {
   const { workflowId, runId } = workflowInfo();
   const window = freezeWindow(input);
-  const dom = { domainUuid: plan.domain.uuid, domainName: plan.domain.name, agentTimeoutSec: input.agentTimeoutSec };
+  const owner = `${workflowId}/${runId}`;
+  const dom = { domainUuid: plan.domain.uuid, domainName: plan.domain.name, agentTimeoutSec: input.agentTimeoutSec, owner };
   let thawed = !plan.freeze;
+  // Until the freeze call has answered, a freeze may still land in the guest: the thaw that
+  // undoes it must also watch for a late one.
+  let freezeAnswered = false;
   let snapshotTimedOut = false;
 
   if (plan.freeze) {
     saga.addUrgent('thaw', async () => {
-      if (!thawed) await thawUntilDone(input, dom, progress);
+      if (!thawed) await thawUntilDone(input, dom, progress, freezeAnswered ? 0 : input.lateSnapshotWatchMs);
       thawed = true;
     });
   }
@@ -49,17 +54,24 @@ export async function captureDisks(plan: SnapshotPlan, input: SnapshotInput, sag
     progress.phase('freeze');
     try {
       freeze = await window.freezeGuest.executeWithOptions({ summary: `freeze ${plan.domain.name}` }, [
-        { ...dom, deadlineMs: input.freezeDeadlineMs, owner: `${workflowId}/${runId}` },
+        { ...dom, deadlineMs: input.freezeDeadlineMs, owner },
       ]);
+      freezeAnswered = true;
     } catch (err) {
+      if (failureType(err) === FailureType.GuestFrozenByOther && patched('thaw-only-own-freezes')) {
+        // Somebody else's freeze: nothing of ours to thaw, and theirs must stay.
+        thawed = true;
+        throw err;
+      }
+      if (isCancellation(err)) throw err;
       if (input.quiesce === 'require') throw asQuiesceFailure(err);
       // prefer: make sure a freeze that landed late is undone, then go on crash-consistent.
-      await thawUntilDone(input, dom, progress);
+      await thawUntilDone(input, dom, progress, input.lateSnapshotWatchMs);
       thawed = true;
       reason = `freeze failed: ${messageOf(err)}`;
     }
     if (freeze && freeze.frozenFilesystems === 0) {
-      await thawUntilDone(input, dom, progress);
+      await thawUntilDone(input, dom, progress, 0);
       thawed = true;
       if (input.quiesce === 'require') {
         throw ApplicationFailure.nonRetryable('quiesce required but the guest agent froze 0 filesystems', FailureType.QuiesceUnavailable);
@@ -94,21 +106,13 @@ export async function captureDisks(plan: SnapshotPlan, input: SnapshotInput, sag
     thawed = true;
   }
 
-  if (freeze && thaw?.guardFiredAt) {
-    // The host guard thawed the guest at its deadline: this snapshot is not vouched for.
-    const msg = `freeze outlived its ${input.freezeDeadlineMs} ms deadline; the host guard thawed the guest`;
-    if (input.quiesce === 'require') throw ApplicationFailure.nonRetryable(msg, FailureType.FreezeDeadlineExceeded);
-    return { quiesced: false, quiesceReason: msg, frozenFilesystems: 0, freeze, snapshot, thaw };
-  }
-  if (freeze) {
-    return {
-      quiesced: true,
-      quiesceReason: `guest agent froze ${freeze.frozenFilesystems} filesystem(s) for the snapshot`,
-      frozenFilesystems: freeze.frozenFilesystems,
-      freeze,
-      snapshot,
-      thaw,
-    };
+  if (freeze && thaw) {
+    const verdict = judgeFreeze(freeze, snapshot, thaw, input.freezeDeadlineMs);
+    if (!verdict.quiesced) {
+      if (input.quiesce === 'require') throw ApplicationFailure.nonRetryable(verdict.reason, verdict.failure);
+      return { quiesced: false, quiesceReason: verdict.reason, frozenFilesystems: 0, freeze, snapshot, thaw };
+    }
+    return { quiesced: true, quiesceReason: verdict.reason, frozenFilesystems: freeze.frozenFilesystems, freeze, snapshot, thaw };
   }
   return { quiesced: false, quiesceReason: reason || 'not frozen', frozenFilesystems: 0, snapshot };
 }
@@ -116,19 +120,17 @@ export async function captureDisks(plan: SnapshotPlan, input: SnapshotInput, sag
 /** Local retries first; past them, escalate to a server-tracked activity that retries until done. */
 async function thawUntilDone(
   input: SnapshotInput,
-  dom: { domainUuid: string; domainName: string; agentTimeoutSec: number },
+  dom: { domainUuid: string; domainName: string; agentTimeoutSec: number; owner: string },
   progress: Progress,
+  lateFreezeWatchMs: number,
 ): Promise<void> {
+  const req = { ...dom, thawedBy: 'compensation' as const, ...(lateFreezeWatchMs ? { lateFreezeWatchMs } : {}) };
   try {
-    await thawLocal(input, 5).thawGuest.executeWithOptions({ summary: `thaw ${dom.domainName} (compensation)` }, [
-      { ...dom, thawedBy: 'compensation' },
-    ]);
+    await thawLocal(input, 5).thawGuest.executeWithOptions({ summary: `thaw ${dom.domainName} (compensation)` }, [req]);
   } catch (err) {
     log.error('thaw failed after local retries; escalating', { domain: dom.domainName, error: messageOf(err) });
     progress.phase('thaw-escalated');
-    await thawEscalated(input).thawGuest.executeWithOptions({ summary: `thaw ${dom.domainName} (escalated)` }, [
-      { ...dom, thawedBy: 'compensation' },
-    ]);
+    await thawEscalated(input).thawGuest.executeWithOptions({ summary: `thaw ${dom.domainName} (escalated)` }, [req]);
   }
 }
 

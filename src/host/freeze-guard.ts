@@ -1,69 +1,94 @@
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
+import { promisify } from 'node:util';
+import { bootId, monoMs } from './clock';
+import { FreezeJournal, firedMarkerPath } from './freeze-journal';
+import type { JournalEntry, JournalLogger } from './freeze-journal';
+import { nodeEntry } from './node-entry';
+import type { WatchdogArgs } from './watchdog-args';
+
+export type { JournalEntry } from './freeze-journal';
 
 /**
  * Host freeze guard: a watchdog process per freeze that thaws the guest at its deadline unless
  * released first. It is spawned detached (own session) before the freeze call, so it fires even
  * when the worker is SIGKILLed, Temporal is unreachable or the workflow was terminated — the
- * cases where Temporal runs no compensation (temporalio/temporal#1412).
+ * cases where Temporal runs no compensation (temporalio/temporal#1412). The watchdog ends the
+ * freeze through the same thaw-and-confirm as every other layer and retries until the guest
+ * says `thawed` or the domain is gone.
  *
- * Each arm is journaled (fsync'ed) before the freeze call; a starting worker reconciles the
- * journal and the sweeper reads it to know which frozen guests vmsnap is responsible for.
+ * After a freeze whose outcome is unknown (a timed-out or cancelled freeze call), the entry is
+ * turned into a `watch`: a watchdog polls guest-fsfreeze-status until the watch ends and thaws a
+ * freeze that lands late.
  */
+export interface FreezeGuardOptions {
+  /** libvirt URI the watchdog connects to (read-write: thaw and the agent need it). */
+  libvirtUri: string;
+  /** Host-local state directory (journal, markers and the guard's log). */
+  stateDir: string;
+  log?: JournalLogger;
+}
 
-export interface JournalEntry {
+export interface ArmRequest {
   domainUuid: string;
   domainName: string;
-  /** Who froze it: `<workflowId>/<runId>` or `operator`. */
   owner: string;
-  frozenAt: number;
-  deadlineAt: number;
-  guardPid?: number;
+  deadlineMs: number;
+  agentTimeoutSec: number;
+  previousAgentTimeout?: number;
 }
-
-export interface FreezeGuardOptions {
-  /** libvirt URI the watchdog's `virsh` uses. */
-  libvirtUri: string;
-  /** Host-local state directory (journal and guard markers). */
-  stateDir: string;
-  virsh?: string;
-}
-
-// A constant script: the domain, URI and paths travel as positional parameters, never spliced in.
-const WATCHDOG = 'sleep "$1"; date +%s%3N > "$4"; exec "$5" -q -c "$2" domfsthaw --domain "$3"';
 
 export class FreezeGuard {
-  private readonly dir: string;
+  readonly journal: FreezeJournal;
   constructor(private readonly opts: FreezeGuardOptions) {
-    this.dir = path.join(opts.stateDir, 'frozen');
+    this.journal = new FreezeJournal(opts.stateDir, opts.log);
   }
 
-  /** Journals the freeze and starts the watchdog. Call before virDomainFSFreeze. */
-  async arm(entry: Omit<JournalEntry, 'guardPid' | 'frozenAt' | 'deadlineAt'> & { deadlineMs: number }): Promise<JournalEntry> {
-    await fs.mkdir(this.dir, { recursive: true });
+  /** Journals the freeze and starts its watchdog. Call before virDomainFSFreeze. */
+  async arm(req: ArmRequest): Promise<JournalEntry> {
     // A watchdog left by an earlier attempt (dead worker, replayed task) must not fire into this freeze.
-    const previous = await this.read(entry.domainUuid);
-    if (previous?.guardPid) killGroup(previous.guardPid);
-    await fs.rm(this.markerPath(entry.domainUuid), { force: true });
-    const now = Date.now();
-    const seconds = (entry.deadlineMs / 1000).toFixed(3);
-    const child = spawn(
-      '/bin/sh',
-      ['-c', WATCHDOG, 'vmsnap-guard', seconds, this.opts.libvirtUri, entry.domainUuid, this.markerPath(entry.domainUuid), this.opts.virsh ?? 'virsh'],
-      { detached: true, stdio: 'ignore' },
-    );
-    child.unref();
-    const journaled: JournalEntry = {
-      domainUuid: entry.domainUuid,
-      domainName: entry.domainName,
-      owner: entry.owner,
-      frozenAt: now,
-      deadlineAt: now + entry.deadlineMs,
-      guardPid: child.pid,
+    await this.stopWatchdog(req.domainUuid);
+    await fs.rm(this.firedPath(req.domainUuid), { force: true });
+    const wall = Date.now();
+    const entry: JournalEntry = {
+      domainUuid: req.domainUuid,
+      domainName: req.domainName,
+      owner: req.owner,
+      mode: 'window',
+      frozenAt: wall,
+      deadlineAt: wall + req.deadlineMs,
+      deadlineMono: monoMs() + req.deadlineMs,
+      bootId: bootId(),
+      agentTimeoutSec: req.agentTimeoutSec,
+      guardId: randomUUID(),
+      ...(req.previousAgentTimeout !== undefined ? { previousAgentTimeout: req.previousAgentTimeout } : {}),
     };
-    await writeDurably(this.journalPath(entry.domainUuid), JSON.stringify(journaled));
-    return journaled;
+    return this.start(entry);
+  }
+
+  /**
+   * Keeps the entry for `watchMs` more as a watch: a freeze call whose outcome was unknown may
+   * still land in the guest (the agent got the command, libvirt or we gave up waiting). Creates
+   * the entry when something already cleared it.
+   */
+  async watch(base: Pick<JournalEntry, 'domainUuid' | 'domainName' | 'owner' | 'agentTimeoutSec'>, watchMs: number): Promise<JournalEntry> {
+    const previous = await this.journal.read(base.domainUuid);
+    await this.stopWatchdog(base.domainUuid);
+    const wall = Date.now();
+    return this.start({
+      domainUuid: base.domainUuid,
+      domainName: base.domainName,
+      owner: previous?.owner ?? base.owner,
+      mode: 'watch',
+      frozenAt: previous?.frozenAt ?? wall,
+      deadlineAt: wall + watchMs,
+      deadlineMono: monoMs() + watchMs,
+      bootId: bootId(),
+      agentTimeoutSec: base.agentTimeoutSec,
+      guardId: randomUUID(),
+    });
   }
 
   /**
@@ -71,39 +96,77 @@ export class FreezeGuard {
    * a fired guard means the guest was thawed at its deadline, whatever the caller did after.
    */
   async release(domainUuid: string): Promise<{ guardFiredAt?: number }> {
-    const entry = await this.read(domainUuid);
-    if (entry?.guardPid) killGroup(entry.guardPid);
-    const marker = await fs.readFile(this.markerPath(domainUuid), 'utf8').catch(() => undefined);
+    await this.stopWatchdog(domainUuid);
+    const marker = await fs.readFile(this.firedPath(domainUuid), 'utf8').catch(() => undefined);
     const firedAt = marker ? Number(marker.trim()) : undefined;
     return firedAt && Number.isFinite(firedAt) ? { guardFiredAt: firedAt } : {};
   }
 
-  /** Forgets a freeze once the guest is confirmed thawed. */
+  /** Forgets a freeze. Only after a thaw was proven or the domain is gone. */
   async clear(domainUuid: string): Promise<void> {
-    await fs.rm(this.journalPath(domainUuid), { force: true });
-    await fs.rm(this.markerPath(domainUuid), { force: true });
+    await this.journal.remove(domainUuid);
+    await fs.rm(this.firedPath(domainUuid), { force: true });
   }
 
-  async read(domainUuid: string): Promise<JournalEntry | undefined> {
-    const text = await fs.readFile(this.journalPath(domainUuid), 'utf8').catch(() => undefined);
-    return text ? (JSON.parse(text) as JournalEntry) : undefined;
+  read(domainUuid: string): Promise<JournalEntry | undefined> {
+    return this.journal.read(domainUuid);
   }
 
-  async entries(): Promise<JournalEntry[]> {
-    const names = await fs.readdir(this.dir).catch(() => [] as string[]);
-    const out: JournalEntry[] = [];
-    for (const n of names.filter((x) => x.endsWith('.json'))) {
-      const e = await this.read(n.slice(0, -'.json'.length));
-      if (e) out.push(e);
+  entries(): Promise<JournalEntry[]> {
+    return this.journal.entries();
+  }
+
+  /** Late freezes the watchdogs thawed since the last call (for the metrics and the log). */
+  async takeLateThaws(): Promise<{ domainUuid: string; at: number }[]> {
+    const names = await fs.readdir(this.journal.dir).catch(() => [] as string[]);
+    const out: { domainUuid: string; at: number }[] = [];
+    for (const n of names) {
+      const m = /^(.+)\.late-(\d+)$/.exec(n);
+      if (!m) continue;
+      await fs.rm(path.join(this.journal.dir, n), { force: true });
+      out.push({ domainUuid: m[1], at: Number(m[2]) });
     }
     return out;
   }
 
-  private journalPath(uuid: string): string {
-    return path.join(this.dir, `${uuid}.json`);
+  /**
+   * Proves the watchdog can run on this host (doctor): the same command a freeze spawns, in its
+   * self-check mode, which loads the libvirt client and connects to libvirtd.
+   */
+  async check(timeoutMs = 20_000): Promise<string> {
+    const { file, execArgv } = nodeEntry(__dirname, 'watchdog', __filename);
+    const { stdout } = await promisify(execFile)(process.execPath, [...execArgv, file, '--check', this.opts.libvirtUri], { timeout: timeoutMs });
+    return stdout.trim();
   }
-  private markerPath(uuid: string): string {
-    return path.join(this.dir, `${uuid}.fired`);
+
+  private async start(entry: JournalEntry): Promise<JournalEntry> {
+    const args: WatchdogArgs = {
+      uri: this.opts.libvirtUri,
+      stateDir: this.opts.stateDir,
+      domainUuid: entry.domainUuid,
+      domainName: entry.domainName,
+      guardId: entry.guardId,
+      mode: entry.mode,
+      deadlineMono: entry.deadlineMono,
+      agentTimeoutSec: entry.agentTimeoutSec,
+    };
+    const { file, execArgv } = nodeEntry(__dirname, 'watchdog', __filename);
+    // Detached into its own session: a worker that dies (or a stop of the worker's process only)
+    // leaves it running. Not a shell: the arguments travel as one JSON argv element.
+    const child = spawn(process.execPath, [...execArgv, file, JSON.stringify(args)], { detached: true, stdio: 'ignore' });
+    child.unref();
+    const journaled: JournalEntry = { ...entry, guardPid: child.pid };
+    await this.journal.write(journaled);
+    return journaled;
+  }
+
+  private async stopWatchdog(domainUuid: string): Promise<void> {
+    const entry = await this.journal.read(domainUuid);
+    if (entry?.guardPid) killGroup(entry.guardPid);
+  }
+
+  private firedPath(uuid: string): string {
+    return firedMarkerPath(this.opts.stateDir, uuid);
   }
 }
 
@@ -111,25 +174,6 @@ function killGroup(pid: number): void {
   try {
     process.kill(-pid, 'SIGKILL');
   } catch {
-    // Already gone: it fired (the marker says so) or was released earlier.
-  }
-}
-
-/** Write + fsync file and directory: the journal must survive a host crash right after freeze. */
-async function writeDurably(file: string, text: string): Promise<void> {
-  const tmp = `${file}.tmp`;
-  const fh = await fs.open(tmp, 'w');
-  try {
-    await fh.writeFile(text);
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  await fs.rename(tmp, file);
-  const dir = await fs.open(path.dirname(file), 'r');
-  try {
-    await dir.sync();
-  } finally {
-    await dir.close();
+    // Already gone: it fired and finished, or was released earlier.
   }
 }

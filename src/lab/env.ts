@@ -49,6 +49,8 @@ export interface LabLibvirtEnv {
   /** `qemu:///system?socket=...` of the lab's private libvirtd. */
   readonly uri: string;
   readonly socket: string;
+  /** libvirtd's QEMU status dir (domain agent timeouts), inside the lab's libvirt dir. */
+  readonly statusDir?: string;
 }
 
 export interface LabGuestsEnv {
@@ -153,7 +155,7 @@ export function loadLabEnv(dir: string = defaultLabDir()): LabEnv {
     libvirt:
       raw.LIBVIRT_DEFAULT_URI === undefined
         ? undefined
-        : { uri: raw.LIBVIRT_DEFAULT_URI, socket: need('LIBVIRT_SOCKET') },
+        : { uri: raw.LIBVIRT_DEFAULT_URI, socket: need('LIBVIRT_SOCKET'), statusDir: raw.VMSNAP_LIBVIRT_STATUS_DIR },
     guests:
       raw.VMSNAP_GUESTS === undefined
         ? undefined

@@ -14,7 +14,7 @@ export function labWorkerConfig(lab: LabEnv, host: string, env: NodeJS.ProcessEn
   return loadConfig(
     {
       temporal: { address: lab.temporal.address, namespace: lab.temporal.namespace },
-      libvirt: { uri: lab.libvirt!.uri },
+      libvirt: { uri: lab.libvirt!.uri, statusDir: lab.libvirt!.statusDir },
       ceph: { conf: lab.ceph.conf, id: lab.ceph.vmsnapId, keyring: lab.ceph.vmsnapKeyring },
       host,
       stateDir: mkdtempSync(path.join(os.tmpdir(), `vmsnap-${host}-`)),

@@ -16,3 +16,4 @@ export {
 } from './errors';
 export type { Dialer } from './transport';
 export { parseDomainXml, type DomainDisk, type DomainInfo, type RbdSource } from './domain-xml';
+export { readAgentResponseTimeout, AGENT_TIMEOUT_LIBVIRT_START } from './agent-timeout';

@@ -19,6 +19,11 @@ export const FailureType = {
   PoolUnavailable: 'PoolUnavailable',
   /** Another snapshot workflow holds this domain. */
   DomainBusy: 'DomainBusy',
+  /**
+   * The guest is already frozen by someone else (an operator, another tool). vmsnap never takes
+   * over or ends a freeze it did not make: nothing is armed, created or thawed. Never retryable.
+   */
+  GuestFrozenByOther: 'GuestFrozenByOther',
   /** The guest could not be frozen (agent error other than "not configured"). */
   FreezeFailed: 'FreezeFailed',
   /** The snapshot call did not finish inside its bound (lock owner unresponsive, Ceph down...). */
@@ -26,8 +31,13 @@ export const FailureType = {
   SnapshotFailed: 'SnapshotFailed',
   /** Thaw failed; the compensation keeps retrying and escalates. */
   ThawFailed: 'ThawFailed',
-  /** The freeze outlived its deadline and the host guard thawed the guest. */
+  /** The freeze outlived its deadline (monotonic clock) or the host guard thawed the guest. */
   FreezeDeadlineExceeded: 'FreezeDeadlineExceeded',
+  /**
+   * Something other than this run thawed the guest inside its window (an operator's thaw, another
+   * tool): the run's own thaw thawed fewer filesystems than its freeze froze.
+   */
+  FreezeInterrupted: 'FreezeInterrupted',
   CloneFailed: 'CloneFailed',
   /** verify: the flattened image differs from the source snapshot. */
   ContentMismatch: 'ContentMismatch',

@@ -80,6 +80,9 @@ export interface FreezeResult {
   /** Worker clock, ms since epoch, sub-ms precision. */
   startedAt: number;
   returnedAt: number;
+  /** CLOCK_MONOTONIC ms (absent in histories recorded before it existed): the deadline's clock. */
+  startedMono?: number;
+  returnedMono?: number;
 }
 
 export interface SnapshotDisksRequest {
@@ -93,6 +96,8 @@ export interface SnapshotDisksRequest {
 export interface SnapshotDisksResult {
   startedAt: number;
   returnedAt: number;
+  startedMono?: number;
+  returnedMono?: number;
   perDiskMs: Record<string, number>;
 }
 
@@ -101,6 +106,13 @@ export interface ThawRequest {
   domainName: string;
   agentTimeoutSec: number;
   thawedBy: ThawLayer;
+  /** `<workflowId>/<runId>`: names the late-freeze watch in the journal. */
+  owner?: string;
+  /**
+   * The freeze's outcome is unknown (its call failed or was abandoned): after the proven thaw,
+   * keep watching guest-fsfreeze-status this long and thaw a freeze that lands late.
+   */
+  lateFreezeWatchMs?: number;
 }
 
 export type ThawLayer = 'workflow' | 'compensation' | 'guard' | 'reconcile' | 'sweeper' | 'operator';
@@ -110,6 +122,10 @@ export interface ThawResult {
   thawedFilesystems: number;
   startedAt: number;
   returnedAt: number;
+  startedMono?: number;
+  returnedMono?: number;
+  /** The domain was gone (or shut off) when the thaw ran: nothing left to thaw. */
+  domainGone?: boolean;
   /** Set when the host guard thawed the guest before this call: the freeze outlived its deadline. */
   guardFiredAt?: number;
 }

@@ -32,7 +32,7 @@ export function createHostDeps(config: Config, metrics = new Metrics(), log: Log
     evictWith: () => cluster(),
     onChildReady: (addrs) => void fence.record('snapshotter', addrs).catch(() => undefined),
   });
-  const guard = new FreezeGuard({ libvirtUri: config.libvirt.uri, stateDir: config.stateDir });
+  const guard = new FreezeGuard({ libvirtUri: config.libvirt.uri, stateDir: config.stateDir, log: (m, f) => log.error(m, f) });
 
   const libvirt = reopening(() => LibvirtClient.connect({ uri: config.libvirt.uri }));
   const libvirtReadOnly = reopening(() => LibvirtClient.connect({ uri: readOnlyLibvirtUri(config), readOnly: true }));
@@ -53,6 +53,7 @@ export function createHostDeps(config: Config, metrics = new Metrics(), log: Log
     host: config.host,
     libvirt: libvirt.get,
     libvirtReadOnly: libvirtReadOnly.get,
+    libvirtStatusDir: config.libvirt.statusDir,
     rados: cluster,
     ioctx,
     snapshotter,

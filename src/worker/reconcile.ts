@@ -1,5 +1,8 @@
 import type { LibvirtClient } from '../libvirt';
 import type { FreezeGuard, JournalEntry } from '../host/freeze-guard';
+import { isOverdue } from '../host/freeze-journal';
+import { restoreAgentTimeout } from '../host/agent-timeout-restore';
+import { thawAndConfirm } from '../host/thaw-confirm';
 import { M } from '../host/metrics';
 import type { Metrics } from '../host/metrics';
 import type { Logger } from './logger';
@@ -13,11 +16,16 @@ export interface ThawReport {
   /** Which layer thawed the guest: this one, the host guard before it, or nobody (never frozen). */
   thawedBy: ThawLayer | 'none';
   frozenForMs: number;
+  /** A late-freeze watch that has not ended stays in the journal. */
+  kept: boolean;
+  gone?: string;
 }
 
 /**
- * Thaws a journaled guest if it is still frozen and forgets it. Used at worker start (reconcile:
- * whatever a dead worker left frozen) and by the sweeper (freezes past their deadline).
+ * Resolves one journaled freeze through the host's one thaw-and-confirm, then forgets it — unless
+ * it is a watch that has not ended yet. Throws, keeping the entry, whenever the thaw cannot be
+ * proven (libvirtd unreachable, agent hung): the entry is the only thing left that knows the
+ * guest may be frozen. Used at worker start (reconcile) and by the sweeper.
  */
 export async function thawJournaled(
   lv: LibvirtClient,
@@ -27,37 +35,39 @@ export async function thawJournaled(
   metrics: Metrics,
   log: Logger,
 ): Promise<ThawReport> {
-  // Stop the watchdog first, and learn whether it already fired.
+  const r = await thawAndConfirm(lv, entry.domainUuid, entry.agentTimeoutSec);
+  const wasFrozen = r.outcome === 'thawed' && r.wasFrozen;
+  if (wasFrozen) metrics.inc(M.thaws, { layer });
+  const base = { domain: entry.domainName, owner: entry.owner, frozenForMs: Date.now() - entry.frozenAt, ...(r.outcome === 'gone' ? { gone: r.reason } : {}) };
+  if (entry.mode === 'watch' && !isOverdue(entry) && r.outcome === 'thawed') {
+    if (wasFrozen) log.warn(`late freeze of ${entry.domainName} thawed by ${layer}; still watching`, { ...base, layer });
+    return { ...base, wasFrozen, thawedBy: wasFrozen ? layer : 'none', kept: true };
+  }
   const { guardFiredAt } = await guard.release(entry.domainUuid);
-  const dom = await lv.lookupDomainByUuid(entry.domainUuid).catch(() => undefined);
-  let wasFrozen = false;
-  if (dom) {
-    const status = await lv.fsFreezeStatus(dom, 5);
-    if (status === 'frozen') {
-      wasFrozen = true;
-      await lv.fsThaw(dom);
-      const after = await lv.fsFreezeStatus(dom, 5);
-      if (after !== 'thawed') throw new Error(`${entry.domainName} still ${after} after thaw`);
-      metrics.inc(M.thaws, { layer });
-    }
+  if (r.outcome === 'thawed' && entry.mode === 'window') {
+    const warning = await restoreAgentTimeout(lv, entry);
+    if (warning) log.warn(warning, { domain: entry.domainName });
   }
   await guard.clear(entry.domainUuid);
-  metrics.add(M.frozenGuests, -1);
+  if (entry.mode === 'window') metrics.add(M.frozenGuests, -1);
   const thawedBy: ThawReport['thawedBy'] = wasFrozen ? layer : guardFiredAt ? 'guard' : 'none';
   if (thawedBy === 'guard') metrics.inc(M.thaws, { layer: 'guard' });
-  const report: ThawReport = { domain: entry.domainName, owner: entry.owner, wasFrozen, thawedBy, frozenForMs: Date.now() - entry.frozenAt };
+  const report: ThawReport = { ...base, wasFrozen, thawedBy, kept: false };
   log[thawedBy === 'none' ? 'info' : 'warn'](`journaled freeze of ${entry.domainName} resolved: thawed by ${thawedBy}`, { ...report, layer: thawedBy });
   return report;
 }
 
-/** At worker start: every journaled freeze belongs to a process that is gone. */
-export async function reconcile(lv: LibvirtClient, guard: FreezeGuard, metrics: Metrics, log: Logger): Promise<ThawReport[]> {
+/**
+ * At worker start, with the state-dir lock held (so its previous holder is dead): every window
+ * entry belongs to a process that is gone and is resolved now, deadline or not; watches go on.
+ */
+export async function reconcile(libvirt: () => Promise<LibvirtClient>, guard: FreezeGuard, metrics: Metrics, log: Logger): Promise<ThawReport[]> {
   const out: ThawReport[] = [];
   for (const entry of await guard.entries()) {
     try {
-      out.push(await thawJournaled(lv, guard, entry, 'reconcile', metrics, log));
+      out.push(await thawJournaled(await libvirt(), guard, entry, 'reconcile', metrics, log));
     } catch (err) {
-      log.error(`reconcile could not thaw ${entry.domainName}; the sweeper will retry`, { error: String(err) });
+      log.error(`reconcile could not prove ${entry.domainName} thawed; the entry is kept and the sweeper retries`, { error: String(err) });
     }
   }
   return out;

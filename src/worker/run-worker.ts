@@ -12,6 +12,8 @@ import type { HostDeps } from './host-deps';
 import { jsonLogger, sdkLogFunction } from './logger';
 import type { Logger } from './logger';
 import { reconcile } from './reconcile';
+import { lockStateDir } from '../host/state-dir-lock';
+import { untilConnected } from './until-connected';
 import { Sweeper } from './sweeper';
 import { OrphanReaper } from './orphan-reaper';
 import { flattenProgressSignal } from '../../workflows/progress';
@@ -43,7 +45,7 @@ let runtimeInstalled = false;
 export async function createHostWorker(
   config: Config,
   log: Logger = jsonLogger({ host: config.host }),
-  opts: { workflows?: Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> } = {},
+  opts: { workflows?: Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'>; signal?: AbortSignal } = {},
 ): Promise<HostWorker> {
   const metrics = new Metrics();
   // Declared up front so /metrics shows vmsnap's series before the first freeze.
@@ -58,100 +60,121 @@ export async function createHostWorker(
     });
     runtimeInstalled = true;
   }
+  // One worker per state dir. Holding the lock proves its previous holder dead: only then may its
+  // journaled freezes be thawed and its librados sessions fenced.
+  const lock = await lockStateDir(config.stateDir);
   const deps = createHostDeps(config, metrics, log);
   const taskQueue = hostTaskQueue(config.host);
-
-  // Fence what a killed predecessor left (its watches would stall our snapshots), then record ours.
-  const cluster = await deps.rados();
-  await deps.fence.fencePrevious(cluster, log);
-  await deps.fence.record('worker', await cluster.addrs());
-  // The snapshotter process must be up before the first freeze: its start is not paid inside a window.
-  await deps.snapshotter.start();
-  const lv = await deps.libvirt();
-  const thawed = await reconcile(lv, deps.guard, metrics, log);
-  if (thawed.length) log.warn('reconciled frozen-guest journal at start', { entries: thawed });
   const sweeper = new Sweeper(deps.libvirt, deps.guard, metrics, log, config.sweepIntervalMs);
+  const opened: { client?: Client; connection?: NativeConnection; server?: http.Server } = {};
+  try {
+    // Thaw first, before and independent of Ceph and Temporal: a guest frozen by a dead
+    // predecessor must not wait for monitors or the Temporal server.
+    const thawed = await reconcile(deps.libvirt, deps.guard, metrics, log);
+    if (thawed.length) log.warn('reconciled frozen-guest journal at start', { entries: thawed });
+    sweeper.start();
 
-  const connOpts = connectionOptions(config);
-  const client = new Client({ connection: await Connection.connect(connOpts), namespace: config.temporal.namespace });
-  const reaper = new OrphanReaper(deps, client, config.imagePool, log, config.reapIntervalMs);
-  deps.reportProgress = async (workflowId, progress) => {
-    await client.workflow.getHandle(workflowId).signal(flattenProgressSignal, progress as never);
-  };
+    await untilConnected('ceph', log, opts.signal, async () => {
+      // Fence what the dead predecessor left (its watches would stall our snapshots), then record ours.
+      const cluster = await deps.rados();
+      await deps.fence.fencePrevious(cluster, log);
+      await deps.fence.record('worker', await cluster.addrs());
+      // The snapshotter process must be up before the first freeze: its start is not paid inside a window.
+      await deps.snapshotter.start();
+    });
 
-  const connection = await NativeConnection.connect(connOpts);
-  const activities = createActivities(deps);
-  const workflows = opts.workflows ?? workflowCode();
-  const worker = await Worker.create({
-    connection,
-    namespace: config.temporal.namespace,
-    taskQueue,
-    ...workflows,
-    activities,
-    shutdownGraceTime: '30s',
-    identity: `vmsnap@${config.host}/${process.pid}`,
-  });
-  const bulkWorker = await Worker.create({
-    connection,
-    namespace: config.temporal.namespace,
-    taskQueue: bulkTaskQueue(taskQueue),
-    activities,
-    maxConcurrentActivityTaskExecutions: config.bulkConcurrency,
-    shutdownGraceTime: '30s',
-    identity: `vmsnap@${config.host}/${process.pid}`,
-  });
+    const connOpts = connectionOptions(config);
+    const client = new Client({
+      connection: await untilConnected('temporal', log, opts.signal, () => Connection.connect(connOpts)),
+      namespace: config.temporal.namespace,
+    });
+    opened.client = client;
+    const connection = await untilConnected('temporal (worker)', log, opts.signal, () => NativeConnection.connect(connOpts));
+    opened.connection = connection;
+    const reaper = new OrphanReaper(deps, client, config.imagePool, log, config.reapIntervalMs);
+    deps.reportProgress = async (workflowId, progress) => {
+      await client.workflow.getHandle(workflowId).signal(flattenProgressSignal, progress as never);
+    };
 
-  let server: http.Server | undefined;
-  let metricsUrl: string | undefined;
-  if (config.metricsPort) {
-    server = http.createServer((req, res) => void serve(req, res, [worker, bulkWorker], metrics, sdkMetricsPort));
-    await new Promise<void>((resolve) => server!.listen(config.metricsPort, '127.0.0.1', resolve));
-    metricsUrl = `http://127.0.0.1:${config.metricsPort}/metrics`;
-  }
+    const activities = createActivities(deps);
+    const workflows = opts.workflows ?? workflowCode();
+    const identity = `vmsnap@${config.host}/${process.pid}`;
+    const worker = await Worker.create({ connection, namespace: config.temporal.namespace, taskQueue, ...workflows, activities, shutdownGraceTime: '30s', identity });
+    const bulkWorker = await Worker.create({
+      connection,
+      namespace: config.temporal.namespace,
+      taskQueue: bulkTaskQueue(taskQueue),
+      activities,
+      maxConcurrentActivityTaskExecutions: config.bulkConcurrency,
+      shutdownGraceTime: '30s',
+      identity,
+    });
 
-  return {
-    worker,
-    bulkWorker,
-    deps,
-    sweeper,
-    reaper,
-    taskQueue,
-    metricsUrl,
-    async run() {
-      sweeper.start();
-      reaper.start();
-      // Copies free large librbd buffers; without a trim glibc keeps them and RSS only grows.
-      const trim = setInterval(() => releaseFreedMemory(), 5_000);
-      trim.unref();
-      log.info('worker started', {
-        taskQueue,
-        bulkSlots: config.bulkConcurrency,
-        workflowCode: workflows.workflowBundle ? 'prebuilt bundle' : 'bundled at start',
-        namespace: config.temporal.namespace,
-        metrics: metricsUrl,
-      });
-      try {
-        // One stops, both stop: a host worker without its bulk half would leave copies unpolled.
-        const runs = [worker.run(), bulkWorker.run()].map((p) => p.then(() => undefined, (err: unknown) => ({ err })));
-        await Promise.race(runs);
+    let metricsUrl: string | undefined;
+    if (config.metricsPort) {
+      const server = http.createServer((req, res) => void serve(req, res, [worker, bulkWorker], metrics, sdkMetricsPort));
+      opened.server = server;
+      await new Promise<void>((resolve) => server.listen(config.metricsPort, '127.0.0.1', resolve));
+      metricsUrl = `http://127.0.0.1:${config.metricsPort}/metrics`;
+    }
+
+    return {
+      worker,
+      bulkWorker,
+      deps,
+      sweeper,
+      reaper,
+      taskQueue,
+      metricsUrl,
+      async run() {
+        sweeper.start();
+        reaper.start();
+        // Copies free large librbd buffers; without a trim glibc keeps them and RSS only grows.
+        const trim = setInterval(() => releaseFreedMemory(), 5_000);
+        trim.unref();
+        log.info('worker started', {
+          taskQueue,
+          bulkSlots: config.bulkConcurrency,
+          workflowCode: workflows.workflowBundle ? 'prebuilt bundle' : 'bundled at start',
+          namespace: config.temporal.namespace,
+          metrics: metricsUrl,
+        });
+        try {
+          // One stops, both stop: a host worker without its bulk half would leave copies unpolled.
+          const runs = [worker.run(), bulkWorker.run()].map((p) => p.then(() => undefined, (err: unknown) => ({ err })));
+          await Promise.race(runs);
+          for (const w of [worker, bulkWorker]) if (w.getState() === 'RUNNING') w.shutdown();
+          const failed = (await Promise.all(runs)).find((r) => r !== undefined);
+          if (failed) throw failed.err;
+        } finally {
+          clearInterval(trim);
+          reaper.stop();
+          await closeAll(sweeper, deps, opened, lock);
+          log.info('worker stopped', { taskQueue });
+        }
+      },
+      shutdown() {
         for (const w of [worker, bulkWorker]) if (w.getState() === 'RUNNING') w.shutdown();
-        const failed = (await Promise.all(runs)).find((r) => r !== undefined);
-        if (failed) throw failed.err;
-      } finally {
-        clearInterval(trim);
-        sweeper.stop();
-        reaper.stop();
-        server?.close();
-        await deps.close();
-        await connection.close();
-        await client.connection.close();
-        log.info('worker stopped', { taskQueue });
-      }
-    },
-    shutdown() {
-      for (const w of [worker, bulkWorker]) if (w.getState() === 'RUNNING') w.shutdown();
-    },
-  };
+      },
+    };
+  } catch (err) {
+    await closeAll(sweeper, deps, opened, lock);
+    throw err;
+  }
+}
+
+async function closeAll(
+  sweeper: Sweeper,
+  deps: HostDeps,
+  opened: { client?: Client; connection?: NativeConnection; server?: http.Server },
+  lock: { release(): Promise<void> },
+): Promise<void> {
+  sweeper.stop();
+  opened.server?.close();
+  await deps.close();
+  await opened.connection?.close().catch(() => undefined);
+  await opened.client?.connection.close().catch(() => undefined);
+  await lock.release();
 }
 
 async function serve(req: http.IncomingMessage, res: http.ServerResponse, workers: Worker[], metrics: Metrics, sdkPort: number) {

@@ -1,5 +1,7 @@
 import type { LibvirtClient } from '../libvirt';
 import type { FreezeGuard } from '../host/freeze-guard';
+import { isOverdue } from '../host/freeze-journal';
+import { M } from '../host/metrics';
 import type { Metrics } from '../host/metrics';
 import type { Logger } from './logger';
 import { thawJournaled } from './reconcile';
@@ -7,7 +9,8 @@ import { thawJournaled } from './reconcile';
 /**
  * A worker-side loop, not a Temporal Schedule: it must work exactly when Temporal is unreachable
  * or the workflow is gone, and it needs this host's libvirt socket. It thaws any guest vmsnap
- * journaled as frozen whose deadline has passed — never a guest someone else froze.
+ * journaled as frozen whose deadline has passed (monotonic clock), and every late-freeze watch —
+ * never a guest someone else froze. An entry it cannot resolve is kept for the next sweep.
  */
 export class Sweeper {
   private timer?: NodeJS.Timeout;
@@ -23,29 +26,36 @@ export class Sweeper {
   ) {}
 
   start(): void {
-    this.timer = setInterval(() => void this.sweep(), this.intervalMs);
+    this.timer ??= setInterval(() => void this.sweep(), this.intervalMs);
     this.timer.unref();
   }
 
   stop(): void {
     if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
   }
 
+  /** Never throws: a sweep that fails is logged and the next one tries again. */
   async sweep(): Promise<number> {
     if (this.running) return 0;
     this.running = true;
     let thawed = 0;
     try {
-      const now = Date.now();
       for (const entry of await this.guard.entries()) {
-        if (now < entry.deadlineAt + this.graceMs) continue;
+        if (entry.mode === 'window' && !isOverdue(entry, this.graceMs)) continue;
         try {
           const r = await thawJournaled(await this.libvirt(), this.guard, entry, 'sweeper', this.metrics, this.log);
           if (r.wasFrozen) thawed++;
         } catch (err) {
-          this.log.error(`sweeper could not thaw ${entry.domainName}`, { error: String(err) });
+          this.log.error(`sweeper could not prove ${entry.domainName} thawed; keeping its journal entry`, { error: String(err) });
         }
       }
+      for (const late of await this.guard.takeLateThaws()) {
+        this.metrics.inc(M.thaws, { layer: 'guard' });
+        this.log.warn('the guard thawed a freeze that landed after its run gave up on it', { domainUuid: late.domainUuid, at: late.at, layer: 'guard' });
+      }
+    } catch (err) {
+      this.log.error('sweep failed; retrying next interval', { error: String(err) });
     } finally {
       this.running = false;
     }

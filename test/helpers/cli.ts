@@ -19,6 +19,7 @@ export function cliEnv(vars: Record<string, string>, extra: Record<string, strin
     VMSNAP_TEMPORAL_ADDRESS: need(vars, 'TEMPORAL_ADDRESS'),
     VMSNAP_TEMPORAL_NAMESPACE: vars.TEMPORAL_NAMESPACE ?? 'default',
     VMSNAP_LIBVIRT_URI: need(vars, 'LIBVIRT_DEFAULT_URI'),
+    ...(vars.VMSNAP_LIBVIRT_STATUS_DIR ? { VMSNAP_LIBVIRT_STATUS_DIR: vars.VMSNAP_LIBVIRT_STATUS_DIR } : {}),
     VMSNAP_CEPH_CONF: need(vars, 'CEPH_CONF'),
     VMSNAP_CEPH_ID: vars.CEPH_VMSNAP_ID ?? 'admin',
     VMSNAP_CEPH_KEYRING: vars.CEPH_VMSNAP_KEYRING ?? need(vars, 'CEPH_KEYRING'),

@@ -31,7 +31,7 @@ export async function startHarness(opts: { host?: string; cephId?: string; keyri
   const config = loadConfig(
     {
       temporal: { address: need(vars, 'TEMPORAL_ADDRESS'), namespace: vars.TEMPORAL_NAMESPACE ?? 'default' },
-      libvirt: { uri: need(vars, 'LIBVIRT_DEFAULT_URI') },
+      libvirt: { uri: need(vars, 'LIBVIRT_DEFAULT_URI'), statusDir: vars.VMSNAP_LIBVIRT_STATUS_DIR },
       ceph: {
         conf: need(vars, 'CEPH_CONF'),
         id: opts.cephId ?? vars.CEPH_VMSNAP_ID ?? 'admin',

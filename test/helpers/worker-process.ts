@@ -43,6 +43,7 @@ export class WorkerProcess {
       ...process.env,
       VMSNAP_TEMPORAL_ADDRESS: need(this.vars, 'TEMPORAL_ADDRESS'),
       VMSNAP_LIBVIRT_URI: need(this.vars, 'LIBVIRT_DEFAULT_URI'),
+      ...(this.vars.VMSNAP_LIBVIRT_STATUS_DIR ? { VMSNAP_LIBVIRT_STATUS_DIR: this.vars.VMSNAP_LIBVIRT_STATUS_DIR } : {}),
       VMSNAP_CEPH_CONF: need(this.vars, 'CEPH_CONF'),
       VMSNAP_CEPH_ID: this.vars.CEPH_VMSNAP_ID ?? 'admin',
       VMSNAP_CEPH_KEYRING: this.vars.CEPH_VMSNAP_KEYRING ?? need(this.vars, 'CEPH_KEYRING'),

@@ -1,5 +1,7 @@
 import { LibvirtClient } from '../../libvirt';
 import { FreezeGuard } from '../../host/freeze-guard';
+import { restoreAgentTimeout } from '../../host/agent-timeout-restore';
+import { thawAndConfirm } from '../../host/thaw-confirm';
 import { DOMAIN_NAME, DOMAIN_UUID } from '../../model/input';
 import { COMMON_HELP, configFrom, parseSingle } from '../common-flags';
 import { CliError, Exit } from '../exit-codes';
@@ -8,8 +10,11 @@ import { jsonLogger } from '../../worker/logger';
 
 const HELP = `Usage: vmsnap thaw <domain>
 
-Emergency thaw, straight through this host's libvirt (no Temporal needed): virDomainFSThaw, then
-guest-fsfreeze-status until "thawed". Clears vmsnap's journal entry for the guest.
+Emergency thaw, straight through this host's libvirt (no Temporal needed): the operator's
+override, which ends ANY freeze of the guest — vmsnap's or not — and says whose it ended.
+virDomainFSThaw, then guest-fsfreeze-status until "thawed" (the same thaw every vmsnap layer
+uses). Clears vmsnap's journal entry for the guest; a run whose window it ends reports
+quiesced: false.
 ${COMMON_HELP}`;
 
 export async function run(argv: string[]): Promise<number> {
@@ -28,19 +33,27 @@ export async function run(argv: string[]): Promise<number> {
     const dom = await lv.lookupDomain(name).catch((err: Error) => {
       throw new CliError(`no domain ${name}: ${err.message}`, Exit.badInput);
     });
-    const before = await lv.fsFreezeStatus(dom, 5);
-    const thawed = await lv.fsThaw(dom);
-    const after = await lv.fsFreezeStatus(dom, 5);
     const guard = new FreezeGuard({ libvirtUri: config.libvirt.uri, stateDir: config.stateDir });
-    if (after === 'thawed') {
+    const journaled = await guard.read(dom.uuid);
+    let r;
+    try {
+      r = await thawAndConfirm(lv, dom.uuid, 5);
+    } catch (err) {
+      throw new CliError(`${dom.name}: ${(err as Error).message}`, Exit.failed);
+    }
+    const wasFrozen = r.outcome === 'thawed' && r.wasFrozen;
+    const whose = !wasFrozen ? 'nobody (the guest was not frozen)' : journaled ? `vmsnap run ${journaled.owner}` : 'not vmsnap (no journal entry on this host)';
+    if (journaled) {
       await guard.release(dom.uuid);
+      if (journaled.mode === 'window') await restoreAgentTimeout(lv, journaled);
       await guard.clear(dom.uuid);
     }
-    jsonLogger({ host: config.host }).warn(`operator thaw of ${dom.name}`, { layer: 'operator', before, after, thawed });
-    emit(!!values.json, { domain: dom.name, before, after, thawedFilesystems: thawed, thawedBy: 'operator' }, () =>
-      `${dom.name}: ${before} → ${after} (${thawed} filesystem(s) thawed)`,
+    const thawed = r.outcome === 'thawed' ? r.thawedFilesystems : 0;
+    jsonLogger({ host: config.host }).warn(`operator thaw of ${dom.name}`, { layer: 'operator', whose, thawed });
+    emit(!!values.json, { domain: dom.name, before: wasFrozen ? 'frozen' : 'thawed', after: 'thawed', thawedFilesystems: thawed, thawedBy: 'operator', frozenBy: whose }, () =>
+      `${dom.name}: ${wasFrozen ? 'frozen' : 'thawed'} → thawed (${thawed} filesystem(s) thawed; the freeze was ${whose})`,
     );
-    return after === 'thawed' ? Exit.ok : Exit.failed;
+    return Exit.ok;
   } finally {
     await lv.close();
   }

@@ -1,6 +1,8 @@
 import { createHostWorker } from '../../worker/run-worker';
+import type { HostWorker } from '../../worker/run-worker';
+import { StateDirLockedError } from '../../host/state-dir-lock';
 import { COMMON_HELP, configFrom, parse } from '../common-flags';
-import { Exit } from '../exit-codes';
+import { CliError, Exit } from '../exit-codes';
 
 const HELP = `Usage: vmsnap worker [options]
 
@@ -22,10 +24,20 @@ export async function run(argv: string[]): Promise<number> {
   if (values['metrics-port'] !== undefined) process.env.VMSNAP_METRICS_PORT = values['metrics-port'];
   if (values['bulk-concurrency'] !== undefined) process.env.VMSNAP_BULK_CONCURRENCY = values['bulk-concurrency'];
   const config = configFrom(values);
-  const w = await createHostWorker(config);
-  const stop = () => w.shutdown();
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
+  // A signal during start (Ceph or Temporal still unreachable, retried) aborts the start; after
+  // it, a graceful shutdown.
+  const starting = new AbortController();
+  let w: HostWorker | undefined;
+  const stop = () => (w ? w.shutdown() : starting.abort());
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+  try {
+    w = await createHostWorker(config, undefined, { signal: starting.signal });
+  } catch (err) {
+    if (err instanceof StateDirLockedError) throw new CliError(err.message, Exit.failed);
+    if (starting.signal.aborted) return Exit.ok;
+    throw err;
+  }
   await w.run();
   return Exit.ok;
 }

@@ -1,0 +1,107 @@
+/*
+ * The freeze guard's watchdog: a detached Node process per armed freeze (see freeze-guard.ts).
+ * It holds no libvirt connection until it has to act, and acts only while the journal entry still
+ * names its guard id, so a released or re-armed guard can never thaw a later freeze.
+ *
+ *   window: sleep until the deadline (monotonic clock), record that the guard fired, then thaw and
+ *           confirm, retrying with backoff until the guest says `thawed` or the domain is gone.
+ *   watch:  until the deadline, poll guest-fsfreeze-status; a freeze that lands late is thawed
+ *           (and recorded as `<uuid>.late-<ms>` for the worker's metrics). At the end the entry
+ *           is removed.
+ */
+import { appendFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { LibvirtClient } from '../libvirt';
+import { monoMs } from './clock';
+import { FreezeJournal, firedMarkerPath } from './freeze-journal';
+import { thawAndConfirm } from './thaw-confirm';
+import type { WatchdogArgs } from './watchdog-args';
+
+const WATCH_POLL_MS = 250;
+
+async function main(argv: string[]): Promise<number> {
+  if (argv[0] === '--check') return selfCheck(argv[1]);
+  const a = JSON.parse(argv[0] ?? '') as WatchdogArgs;
+  const journal = new FreezeJournal(a.stateDir);
+  const stillOurs = async () => (await journal.read(a.domainUuid))?.guardId === a.guardId;
+  const log = (message: string, fields: Record<string, unknown> = {}) =>
+    appendFile(
+      path.join(a.stateDir, 'guard.log'),
+      JSON.stringify({ time: new Date().toISOString(), message, domain: a.domainName, mode: a.mode, guardId: a.guardId, ...fields }) + '\n',
+    ).catch(() => undefined);
+  let lv: LibvirtClient | undefined;
+  const libvirt = async () => (lv ??= await LibvirtClient.connect({ uri: a.uri, callTimeoutMs: a.agentTimeoutSec * 1000 + 5000 }));
+  try {
+    if (a.mode === 'window') {
+      await sleep(Math.max(0, a.deadlineMono - monoMs()));
+      if (!(await stillOurs())) return 0;
+      await writeFile(firedMarkerPath(a.stateDir, a.domainUuid), String(Date.now()));
+      await log('guard fired at the freeze deadline; thawing');
+      await thawUntilProven(a, libvirt, stillOurs, log, () => {
+        void lv?.close().catch(() => undefined);
+        lv = undefined;
+      });
+      return 0;
+    }
+    while (monoMs() < a.deadlineMono) {
+      if (!(await stillOurs())) return 0;
+      try {
+        const c = await libvirt();
+        const dom = await c.lookupDomainByUuid(a.domainUuid);
+        if ((await c.fsFreezeStatus(dom, a.agentTimeoutSec)) === 'frozen') {
+          const r = await thawAndConfirm(c, a.domainUuid, a.agentTimeoutSec);
+          await writeFile(path.join(journal.dir, `${a.domainUuid}.late-${Date.now()}`), JSON.stringify(r));
+          await log('a freeze landed after its run gave up on it; thawed', { result: r });
+        }
+      } catch {
+        // Unknown this round (libvirtd restarting, agent busy with the late freeze): poll again.
+      }
+      await sleep(WATCH_POLL_MS);
+    }
+    if (await stillOurs()) await journal.remove(a.domainUuid);
+    return 0;
+  } finally {
+    await lv?.close().catch(() => undefined);
+  }
+}
+
+async function thawUntilProven(
+  a: WatchdogArgs,
+  libvirt: () => Promise<LibvirtClient>,
+  stillOurs: () => Promise<boolean>,
+  log: (m: string, f?: Record<string, unknown>) => Promise<void>,
+  dropConnection: () => void,
+): Promise<void> {
+  let backoffMs = 500;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const r = await thawAndConfirm(await libvirt(), a.domainUuid, a.agentTimeoutSec);
+      await log('guard thaw proven', { result: r, attempt });
+      return;
+    } catch (err) {
+      await log('guard thaw not proven yet; retrying', { attempt, error: err instanceof Error ? err.message : String(err) });
+      dropConnection();
+    }
+    await sleep(backoffMs);
+    backoffMs = Math.min(backoffMs * 2, 5000);
+    // Someone else proved the thaw and cleared the entry (the run, the sweeper, an operator).
+    if (!(await stillOurs())) return;
+  }
+}
+
+async function selfCheck(uri: string | undefined): Promise<number> {
+  if (!uri) return 0;
+  const c = await LibvirtClient.connect({ uri, callTimeoutMs: 10_000 });
+  await c.close();
+  process.stdout.write(`watchdog ok: ${process.execPath} ${process.version}, libvirt reachable\n`);
+  return 0;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`vmsnap watchdog: ${err instanceof Error ? err.stack : String(err)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,51 @@
+import { FailureType } from './failures';
+import type { FreezeResult, SnapshotDisksResult, ThawResult } from './types';
+
+/**
+ * Whether a snapshot may be called quiesced. Pure, so the workflow, the bench and the tests judge
+ * with the same rules. A snapshot is quiesced only when its freeze provably held from the freeze
+ * call to the run's own thaw, which proves it three ways:
+ *   - the host guard did not fire (it thaws at the deadline);
+ *   - thaw start − freeze start ≤ the deadline on the monotonic clock (a wall-clock step cannot
+ *     hide an overrun, and a sweeper that already cleared the guard's marker cannot either);
+ *   - the run's own thaw thawed exactly as many filesystems as its freeze froze (virDomainFSThaw
+ *     returns 0 when somebody — an operator's `vmsnap thaw`, `virsh domfsthaw`, the guard —
+ *     thawed first).
+ */
+export type QuiesceVerdict =
+  | { quiesced: true; reason: string }
+  | { quiesced: false; reason: string; failure: typeof FailureType.FreezeDeadlineExceeded | typeof FailureType.FreezeInterrupted };
+
+export function judgeFreeze(freeze: FreezeResult, snapshot: SnapshotDisksResult, thaw: ThawResult, deadlineMs: number): QuiesceVerdict {
+  const n = freeze.frozenFilesystems;
+  if (thaw.guardFiredAt) {
+    return {
+      quiesced: false,
+      reason: `freeze outlived its ${deadlineMs} ms deadline; the host guard thawed the guest`,
+      failure: FailureType.FreezeDeadlineExceeded,
+    };
+  }
+  if (freeze.startedMono !== undefined && thaw.startedMono !== undefined) {
+    const held = thaw.startedMono - freeze.startedMono;
+    if (held > deadlineMs) {
+      return {
+        quiesced: false,
+        reason: `the freeze window lasted ${Math.round(held)} ms, past its ${deadlineMs} ms deadline (monotonic clock)`,
+        failure: FailureType.FreezeDeadlineExceeded,
+      };
+    }
+    if (snapshot.returnedMono !== undefined && snapshot.returnedMono > thaw.startedMono) {
+      return { quiesced: false, reason: 'the snapshot returned after the thaw started', failure: FailureType.FreezeInterrupted };
+    }
+  }
+  if (thaw.thawedFilesystems !== n) {
+    return {
+      quiesced: false,
+      reason:
+        `the run's own thaw thawed ${thaw.thawedFilesystems} of the ${n} filesystem(s) its freeze froze: ` +
+        'something else thawed the guest inside the window',
+      failure: FailureType.FreezeInterrupted,
+    };
+  }
+  return { quiesced: true, reason: `guest agent froze ${n} filesystem(s) for the snapshot` };
+}
