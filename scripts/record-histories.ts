@@ -2,7 +2,8 @@
  * Re-records the workflow histories the replay test uses (test/fixtures/histories), from real
  * runs on the lab. Run after a deliberate, compatible workflow change:
  *   npx tsx scripts/record-histories.ts [guest...]
- * The integration tests refresh the happy-path ones as a side effect too.
+ * This is the only writer of those files (it sets VMSNAP_RECORD_HISTORIES=1 for recordHistory);
+ * `npm test` never rewrites them.
  */
 import { rmSync } from 'node:fs';
 import path from 'node:path';
@@ -18,6 +19,7 @@ const CASES: Record<string, (v: Record<string, string>) => { name: string; input
 };
 
 async function main(): Promise<void> {
+  process.env.VMSNAP_RECORD_HISTORIES = '1';
   const which = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(CASES);
   const h = await startHarness();
   const ceph = new CephView(h.vars);

@@ -13,6 +13,7 @@ import { ensureThawed, freezeStatus } from '../helpers/guest';
 import { labVars, need } from '../helpers/lab';
 import { sleep, WorkerProcess } from '../helpers/worker-process';
 import { uniqueId } from '../helpers/harness';
+import { quiescedTruthViolations } from '../helpers/truth';
 
 /*
  * No guest stays frozen, whatever dies. Each cell runs the real workflow on a lab guest with the
@@ -145,6 +146,8 @@ interface CellRun {
   limitMs: number;
   layers: string[];
   leftovers: string[];
+  /** Truth-table violations of the produced images (quiesced ⇒ clean ext4). */
+  truth: string[];
 }
 
 /**
@@ -180,6 +183,8 @@ async function cellRun(
       await sleep(500);
       left = await leftovers(workflowId, o.result);
     }
+    // The truth table, on every image a cell produced: quiesced ⇒ no ext4 journal recovery needed.
+    const truth = o.result ? await quiescedTruthViolations(vars, o.result) : [];
     await ceph.removeResultImages(o.result);
     // The probe sees every I/O stall; where the fault itself stalls I/O (OSD down) the cell measures
     // the freeze from the agent's own fsfreeze-status instead.
@@ -189,6 +194,7 @@ async function cellRun(
       limitMs: measured?.limitMs ?? DEADLINE_MS + 2000,
       layers: [...new Set(w.layers())],
       leftovers: left,
+      truth,
     };
   } finally {
     // A cell that failed early must not leave its run holding the domain lock for the next cell.
@@ -208,6 +214,7 @@ async function cell(name: string, expectStatus: (r: CellRun) => void, once: () =
       expect(await freezeStatus(vars, guest)).toBe('thawed');
       expect(r.frozenMs, `the guest stayed frozen ${r.frozenMs} ms`).toBeLessThanOrEqual(r.limitMs);
       expect(r.leftovers).toEqual([]);
+      expect(r.truth).toEqual([]);
       expectStatus(r);
     }
     pass = true;
