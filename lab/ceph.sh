@@ -18,6 +18,14 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
+# The daemons and CLIs below take everything from $CONF. Ceph's binaries also read CEPH_ARGS,
+# CEPH_CONF and CEPH_KEYRING from the environment, and CEPH_KEYRING beats ceph.conf's `keyring`
+# lines. The lab's own env file (.lab/env, meant to be sourced) exports CEPH_KEYRING=<admin
+# keyring>, so a start-osd run from a shell or test that had sourced it gave ceph-osd a keyring
+# without osd.0: it then sends the mon a CephXAuthenticate cut after its header and every restart
+# fails ("failed to decode CephXAuthenticate: End of buffer", handle_auth_bad_method).
+unset CEPH_ARGS CEPH_CONF CEPH_KEYRING
+
 WHO=ceph
 CEPH_DIR="$LAB_DIR/ceph"
 CONF="$CEPH_DIR/ceph.conf"
