@@ -35,8 +35,8 @@ export class WorkerProcess {
     return `vmsnap-${this.host}`;
   }
 
-  /** Starts the worker; resolves once it logged "worker started". */
-  async start(fault: { points?: string[]; pauseMs?: number } = {}): Promise<void> {
+  /** Starts the worker; resolves once it logged `readyText` (default: "worker started"). */
+  async start(fault: { points?: string[]; pauseMs?: number } = {}, readyText = '"worker started"'): Promise<void> {
     rmSync(this.faultDir, { recursive: true, force: true });
     mkdirSync(this.faultDir, { recursive: true });
     const env = {
@@ -65,7 +65,7 @@ export class WorkerProcess {
     const onData = (b: Buffer) => {
       const text = b.toString();
       this.logs.push(text);
-      if (text.includes('"worker started"')) started();
+      if (this.logs.join('').includes(readyText)) started();
     };
     proc.stdout!.on('data', onData);
     proc.stderr!.on('data', onData);
@@ -78,6 +78,12 @@ export class WorkerProcess {
         throw new Error(`worker did not start in 60 s:\n${this.logs.join('').slice(-3000)}`);
       }),
     ]);
+  }
+
+  /** Resolves with the exit code once the process exits. */
+  async exitCode(): Promise<number | null> {
+    await this.exited;
+    return this.proc?.exitCode ?? null;
   }
 
   /** SIGKILL: no shutdown hooks, no compensation, like a host crash of the process. */

@@ -1,0 +1,233 @@
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { LibvirtConnectionError, LibvirtError } from '../../src/libvirt';
+import type { LibvirtClient } from '../../src/libvirt';
+import { bootId, monoMs } from '../../src/host/clock';
+import { FreezeGuard } from '../../src/host/freeze-guard';
+import { FreezeJournal, firedMarkerPath, isOverdue, parseEntry } from '../../src/host/freeze-journal';
+import type { JournalEntry } from '../../src/host/freeze-journal';
+import { lockStateDir, StateDirLockedError } from '../../src/host/state-dir-lock';
+import { thawAndConfirm, ThawNotConfirmedError } from '../../src/host/thaw-confirm';
+import { Metrics } from '../../src/host/metrics';
+import { judgeFreeze } from '../../src/model/quiesce-truth';
+import { reconcile } from '../../src/worker/reconcile';
+import { Sweeper } from '../../src/worker/sweeper';
+import { jsonLogger } from '../../src/worker/logger';
+
+/*
+ * The fast lane for the thaw layers' logic: journal, guard, thaw-and-confirm, sweeper, reconcile,
+ * the state-dir lock and the quiesce verdict. The libvirt side here is a scripted stand-in; the
+ * same layers run against the real lab in test/integration/thaw-guarantee.test.ts and the faults.
+ */
+
+const UUID = '6f1b1c2e-3a4b-4c5d-8e9f-0a1b2c3d4e5f';
+const tmp = () => mkdtempSync(path.join(os.tmpdir(), 'vmsnap-unit-'));
+const quiet = jsonLogger({ host: 'unit' }, { write: () => true } as unknown as NodeJS.WritableStream);
+
+function readFileSafe(f: string): string {
+  try {
+    return readFileSync(f, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+function libvirtError(code: number, message = `libvirt error ${code}`): LibvirtError {
+  return new LibvirtError({ code, domain: 10, level: 2, message, procedure: 'TEST' });
+}
+
+/** A guest agent stand-in: frozen or not, with failures scripted per call. */
+function fakeLibvirt(state: { frozen: number; gone?: boolean; down?: boolean; statusFails?: number; thawFails?: number; setTimeouts?: number[] }) {
+  const calls: string[] = [];
+  const lv = {
+    async lookupDomainByUuid(uuid: string) {
+      calls.push('lookup');
+      if (state.down) throw new LibvirtConnectionError('connection refused');
+      if (state.gone) throw libvirtError(42, 'Domain not found');
+      return { uuid, name: 'g', id: 1 };
+    },
+    async fsThaw() {
+      calls.push('thaw');
+      if (state.thawFails && state.thawFails-- > 0) throw libvirtError(86, 'agent unresponsive');
+      const n = state.frozen;
+      state.frozen = 0;
+      return n;
+    },
+    async fsFreezeStatus() {
+      calls.push('status');
+      if (state.statusFails && state.statusFails-- > 0) throw libvirtError(86, 'agent unresponsive');
+      return state.frozen ? 'frozen' : 'thawed';
+    },
+    async getDomainState() {
+      return { state: 'running', reason: 0 };
+    },
+    async setAgentResponseTimeout(_d: unknown, s: number) {
+      (state.setTimeouts ??= []).push(s);
+    },
+  };
+  return { lv: lv as unknown as LibvirtClient, calls };
+}
+
+function entry(over: Partial<JournalEntry> = {}): JournalEntry {
+  return {
+    domainUuid: UUID,
+    domainName: 'g',
+    owner: 'wf/run',
+    mode: 'window',
+    frozenAt: Date.now(),
+    deadlineAt: Date.now() - 1,
+    deadlineMono: monoMs() - 1,
+    bootId: bootId(),
+    agentTimeoutSec: 1,
+    guardId: 'g-1',
+    ...over,
+  };
+}
+
+describe('thawAndConfirm', () => {
+  it('thaws, then proves by status; returns the count', async () => {
+    const { lv, calls } = fakeLibvirt({ frozen: 2 });
+    expect(await thawAndConfirm(lv, UUID, 1)).toEqual({ outcome: 'thawed', thawedFilesystems: 2, wasFrozen: true });
+    expect(calls).toEqual(['lookup', 'thaw', 'status']);
+  });
+  it('a failed first thaw is retried when the status still says frozen', async () => {
+    const { lv } = fakeLibvirt({ frozen: 1, thawFails: 1 });
+    expect(await thawAndConfirm(lv, UUID, 1)).toMatchObject({ outcome: 'thawed', thawedFilesystems: 1 });
+  });
+  it('no such domain (42) is "gone"; a connection error is not', async () => {
+    expect(await thawAndConfirm(fakeLibvirt({ frozen: 0, gone: true }).lv, UUID, 1)).toMatchObject({ outcome: 'gone' });
+    await expect(thawAndConfirm(fakeLibvirt({ frozen: 1, down: true }).lv, UUID, 1)).rejects.toBeInstanceOf(LibvirtConnectionError);
+  });
+  it('an unprovable thaw throws', async () => {
+    await expect(thawAndConfirm(fakeLibvirt({ frozen: 1, statusFails: 5, thawFails: 5 }).lv, UUID, 1)).rejects.toBeInstanceOf(ThawNotConfirmedError);
+  });
+});
+
+describe('freeze journal', () => {
+  it('round-trips an entry and quarantines a malformed file instead of throwing', async () => {
+    const dir = tmp();
+    const j = new FreezeJournal(dir);
+    await j.write(entry());
+    expect((await j.entries()).map((e) => e.domainUuid)).toEqual([UUID]);
+    writeFileSync(path.join(dir, 'frozen', '11111111-2222-4333-8444-555555555555.json'), '{"torn":');
+    const logged: string[] = [];
+    const j2 = new FreezeJournal(dir, (m) => logged.push(m));
+    expect((await j2.entries()).map((e) => e.domainUuid)).toEqual([UUID]);
+    expect(logged).toEqual(['malformed freeze journal entry moved aside']);
+    expect(readdirSync(path.join(dir, 'frozen')).some((n) => n.includes('.json.bad-'))).toBe(true);
+  });
+  it('deadlines are monotonic; an entry from another boot is overdue', () => {
+    expect(isOverdue(entry({ deadlineMono: monoMs() + 60_000 }))).toBe(false);
+    expect(isOverdue(entry({ deadlineMono: monoMs() + 60_000, bootId: 'another-boot' }))).toBe(true);
+    // Wall time says long overdue, the monotonic clock says not: the monotonic clock wins.
+    expect(isOverdue(entry({ deadlineAt: 0, deadlineMono: monoMs() + 60_000 }))).toBe(false);
+  });
+  it('rejects entries with a bad uuid or missing fields', () => {
+    expect(parseEntry(JSON.stringify({ ...entry(), domainUuid: '../etc' }))).toBeUndefined();
+    expect(parseEntry('[]')).toBeUndefined();
+  });
+});
+
+describe('freeze guard', () => {
+  it('release before the deadline stops the watchdog: it never fires', async () => {
+    const dir = tmp();
+    const guard = new FreezeGuard({ libvirtUri: 'qemu:///system?socket=/nonexistent', stateDir: dir });
+    const armed = await guard.arm({ domainUuid: UUID, domainName: 'g', owner: 'wf/run', deadlineMs: 1500, agentTimeoutSec: 1 });
+    expect(armed.guardPid).toBeGreaterThan(0);
+    expect(await guard.release(UUID)).toEqual({});
+    await new Promise((r) => setTimeout(r, 2500));
+    expect(await guard.release(UUID)).toEqual({});
+    expect(() => process.kill(armed.guardPid!, 0)).toThrow();
+  });
+  it('at the deadline the watchdog records that it fired and keeps retrying an unreachable libvirt', async () => {
+    const dir = tmp();
+    const guard = new FreezeGuard({ libvirtUri: 'qemu:///system?socket=/nonexistent', stateDir: dir });
+    const armed = await guard.arm({ domainUuid: UUID, domainName: 'g', owner: 'wf/run', deadlineMs: 300, agentTimeoutSec: 1 });
+    const marker = firedMarkerPath(dir, UUID);
+    for (let i = 0; i < 100 && !existsSync(marker); i++) await new Promise((r) => setTimeout(r, 200));
+    // Let it try (and fail) to reach libvirtd at least once.
+    for (let i = 0; i < 100 && !readFileSafe(path.join(dir, 'guard.log')).includes('retrying'); i++) await new Promise((r) => setTimeout(r, 200));
+    expect(readFileSafe(path.join(dir, 'guard.log'))).toContain('guard thaw not proven yet; retrying');
+    const { guardFiredAt } = await guard.release(UUID);
+    expect(guardFiredAt).toBeGreaterThan(0);
+    expect(() => process.kill(armed.guardPid!, 0)).toThrow();
+    // The entry stays: nothing proved the guest thawed.
+    expect((await guard.entries()).length).toBe(1);
+  }, 30_000);
+});
+
+describe('sweeper and reconcile', () => {
+  it('thaws an overdue window, skips one in its window, and keeps an entry it cannot prove thawed', async () => {
+    const dir = tmp();
+    const guard = new FreezeGuard({ libvirtUri: '', stateDir: dir });
+    await guard.journal.write(entry());
+    const state = { frozen: 1, down: true };
+    const { lv } = fakeLibvirt(state);
+    const sweeper = new Sweeper(async () => lv, guard, new Metrics(), quiet, 60_000, 0);
+    expect(await sweeper.sweep()).toBe(0);
+    expect(await guard.entries()).toHaveLength(1);
+    state.down = false;
+    expect(await sweeper.sweep()).toBe(1);
+    expect(await guard.entries()).toEqual([]);
+    await guard.journal.write(entry({ deadlineMono: monoMs() + 60_000 }));
+    state.frozen = 1;
+    expect(await sweeper.sweep()).toBe(0);
+    expect(state.frozen).toBe(1);
+  });
+  it('a sweep never throws, whatever libvirt does', async () => {
+    const guard = new FreezeGuard({ libvirtUri: '', stateDir: tmp() });
+    await guard.journal.write(entry());
+    const sweeper = new Sweeper(async () => Promise.reject(new Error('no libvirtd')), guard, new Metrics(), quiet, 60_000, 0);
+    await expect(sweeper.sweep()).resolves.toBe(0);
+  });
+  it('a late-freeze watch thaws what lands and stays until its end; the domain gone clears it', async () => {
+    const guard = new FreezeGuard({ libvirtUri: '', stateDir: tmp() });
+    await guard.journal.write(entry({ mode: 'watch', deadlineMono: monoMs() + 60_000 }));
+    const state = { frozen: 1, gone: false };
+    const sweeper = new Sweeper(async () => fakeLibvirt(state).lv, guard, new Metrics(), quiet, 60_000, 0);
+    expect(await sweeper.sweep()).toBe(1);
+    expect(await guard.entries()).toHaveLength(1);
+    state.gone = true;
+    await sweeper.sweep();
+    expect(await guard.entries()).toEqual([]);
+  });
+  it('reconcile resolves every window entry at start, deadline or not, and restores the agent timeout', async () => {
+    const guard = new FreezeGuard({ libvirtUri: '', stateDir: tmp() });
+    await guard.journal.write(entry({ deadlineMono: monoMs() + 60_000, previousAgentTimeout: 7 }));
+    const state = { frozen: 1, setTimeouts: [] as number[] };
+    const reports = await reconcile(async () => fakeLibvirt(state).lv, guard, new Metrics(), quiet);
+    expect(reports).toMatchObject([{ wasFrozen: true, thawedBy: 'reconcile', kept: false }]);
+    expect(state.setTimeouts).toEqual([7]);
+    expect(await guard.entries()).toEqual([]);
+  });
+});
+
+describe('state-dir lock', () => {
+  it('a second holder is refused until the first releases', async () => {
+    const dir = tmp();
+    const first = await lockStateDir(dir);
+    await expect(lockStateDir(dir)).rejects.toBeInstanceOf(StateDirLockedError);
+    await first.release();
+    const again = await lockStateDir(dir);
+    await again.release();
+  });
+});
+
+describe('judgeFreeze: quiesced only when the freeze provably held', () => {
+  const freeze = { frozenFilesystems: 1, startedAt: 0, returnedAt: 100, startedMono: 1000, returnedMono: 1100 };
+  const snapshot = { startedAt: 100, returnedAt: 200, startedMono: 1100, returnedMono: 1200, perDiskMs: {} };
+  const thaw = { thawedFilesystems: 1, startedAt: 200, returnedAt: 250, startedMono: 1200, returnedMono: 1250 };
+  it('all three proofs hold', () => expect(judgeFreeze(freeze, snapshot, thaw, 10_000)).toMatchObject({ quiesced: true }));
+  it('the guard fired', () =>
+    expect(judgeFreeze(freeze, snapshot, { ...thaw, guardFiredAt: 5 }, 10_000)).toMatchObject({ quiesced: false, failure: 'FreezeDeadlineExceeded' }));
+  it('past the deadline on the monotonic clock, whatever the wall clock says', () =>
+    expect(judgeFreeze(freeze, snapshot, { ...thaw, startedMono: 12_000 }, 10_000)).toMatchObject({ quiesced: false, failure: 'FreezeDeadlineExceeded' }));
+  it('somebody thawed first: our thaw thawed 0', () =>
+    expect(judgeFreeze(freeze, snapshot, { ...thaw, thawedFilesystems: 0 }, 10_000)).toMatchObject({ quiesced: false, failure: 'FreezeInterrupted' }));
+  it('histories from before the monotonic fields still judge by count and guard', () => {
+    const old = { frozenFilesystems: 1, startedAt: 0, returnedAt: 1 };
+    expect(judgeFreeze(old, { startedAt: 1, returnedAt: 2, perDiskMs: {} }, { thawedFilesystems: 1, startedAt: 2, returnedAt: 3 }, 10)).toMatchObject({ quiesced: true });
+  });
+});
