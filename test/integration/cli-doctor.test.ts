@@ -68,6 +68,8 @@ describe('vmsnap doctor on the lab', () => {
     expect(byName(report, 'temporal.worker.bulk')!.detail).toContain(`${h.hw.taskQueue}-bulk`);
     expect(byName(report, 'libvirt')?.status).toBe('ok');
     expect(byName(report, 'libvirt read-only')?.status).toBe('ok');
+    // The watchdog that thaws when everything else is gone, run exactly as a freeze spawns it.
+    expect(byName(report, 'freeze guard')).toMatchObject({ status: 'ok', detail: expect.stringMatching(/^watchdog ok: .*libvirt reachable$/) });
     for (const g of [g1, g3]) {
       expect(byName(report, `domain ${g} agent`)).toMatchObject({ status: 'ok', detail: 'answers guest-ping; filesystems thawed' });
       expect(byName(report, `domain ${g} disks`)?.status).toBe('ok');

@@ -2,6 +2,7 @@ import { LibvirtClient, parseDomainXml } from '../../libvirt';
 import type { DomainRef } from '../../libvirt';
 import { readOnlyLibvirtUri } from '../../config';
 import type { Config } from '../../config';
+import { FreezeGuard } from '../../host/freeze-guard';
 import { fail, messageOf, ok, warn, within } from './check';
 import type { CheckResult } from './check';
 
@@ -39,11 +40,24 @@ export async function checkLibvirt(config: Config, opts: { domains?: string[]; a
     } catch (err) {
       return { checks: [fail('libvirt', `connected to ${uri} but cannot list domains: ${messageOf(err)}`, 'check libvirt access rights for this user')], sourcePools: [] };
     }
-    checks.unshift(ok('libvirt', `connected to ${uri}; ${doms.length} domain(s) to check`), await checkReadOnly(config));
+    checks.unshift(ok('libvirt', `connected to ${uri}; ${doms.length} domain(s) to check`), await checkReadOnly(config), await checkGuard(config));
     for (const dom of doms) checks.push(...(await checkDomain(lv, dom, opts.agentTimeoutSec, pools)));
     return { checks, sourcePools: [...pools].sort() };
   } finally {
     await lv.close();
+  }
+}
+
+/**
+ * The freeze guard's watchdog is what thaws a guest when everything else is gone: a worker image
+ * that cannot run it has no guard at all. Runs the very command a freeze spawns, in check mode.
+ */
+async function checkGuard(config: Config): Promise<CheckResult> {
+  try {
+    const out = await new FreezeGuard({ libvirtUri: config.libvirt.uri, stateDir: config.stateDir }).check();
+    return ok('freeze guard', out);
+  } catch (err) {
+    return fail('freeze guard', `the freeze guard's watchdog cannot run: ${messageOf(err)}`, 'the worker host needs node and vmsnap installed as the worker runs them, and read-write access to libvirtd');
   }
 }
 
