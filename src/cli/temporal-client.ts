@@ -18,7 +18,7 @@ export async function openConnection(config: Config): Promise<Connection> {
   const calls = new InflightCalls();
   const connection = Connection.lazy({
     ...connectionOptions(config),
-    connectTimeout: '5s',
+    connectTimeout: '10s', // a loaded host took more than 5 s to answer a healthy server
     // The SDK's default retry stays; the counter goes first so it sees each call's final status.
     interceptors: [calls.interceptor, makeGrpcRetryInterceptor(defaultGrpcRetryOptions())],
   });
