@@ -6,15 +6,20 @@
 #   initramfs.cpio  busybox-static + the real qemu-ga and e2fsprogs' chattr/lsattr (+ their shared
 #                   libraries) + the virtio/ext4 modules + lab/guest/* (init, fsfreeze hook, probe
 #                   writer, control loop)
-# Cached in $VMSNAP_CACHE/guest-<hash>/ where <hash> covers this script and lab/guest/*; a
-# cache hit costs nothing.
+# Cached in $VMSNAP_GUEST_IMAGE_CACHE/guest-<hash>/ (default $VMSNAP_CACHE, i.e. ~/.cache/vmsnap)
+# where <hash> covers this script and lab/guest/*; a cache hit costs nothing. The downloaded .debs
+# are kept in $VMSNAP_GUEST_DEBS (default $VMSNAP_CACHE/guest-debs), so a rebuild into an empty
+# image cache (what CI does every run) needs no package mirror once they are there.
 #
 # Usage: lab/guest-image.sh [build]   build if missing; print the directory
 #        lab/guest-image.sh dir       print the directory the current inputs map to
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
+WHO=guest-image
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-cache_root=${VMSNAP_CACHE:-$HOME/.cache/vmsnap}
+cache_root=${VMSNAP_GUEST_IMAGE_CACHE:-$VMSNAP_CACHE}
+debs_dir=${VMSNAP_GUEST_DEBS:-$VMSNAP_CACHE/guest-debs}
 
 # Loaded in this order by /init (no depmod in the guest); checked against each .ko's depends=.
 modules=(crc32c_generic virtio_ring virtio_pci_modern_dev virtio_pci_legacy_dev virtio virtio_pci
@@ -30,11 +35,48 @@ input_hash() {
 out_dir() { echo "$cache_root/guest-$(input_hash)"; }
 
 kernel_package() { # the linux-image-6.x package linux-image-amd64 currently points to
-  apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}'
+  # Nothing (not a failure) when apt has no package lists yet: apt-cache then exits 100.
+  local deps
+  deps=$(apt-cache depends linux-image-amd64 2>/dev/null) || return 0
+  awk '/Depends: linux-image-[0-9]/ {print $2; exit}' <<<"$deps"
 }
 
-# Offset of the first XZ stream inside a bzImage (Debian builds CONFIG_KERNEL_XZ).
-xz_offset() { LC_ALL=C grep -obUaP '\xfd7zXZ\x00' "$1" | head -1 | cut -d: -f1; }
+# Offset of the first XZ stream inside a bzImage (Debian builds CONFIG_KERNEL_XZ). -m1, not
+# `| head -1`: head closing the pipe early would fail the pipeline under pipefail.
+xz_offset() { LC_ALL=C grep -m1 -obUaP '\xfd7zXZ\x00' "$1" | cut -d: -f1; }
+
+# fetch_debs DIR PACKAGE...: DIR gets one .deb per package, from $debs_dir when it has them, else
+# downloaded there first (apt-get download: nothing is installed).
+fetch_debs() {
+  local into=$1 pkg missing=()
+  shift
+  mkdir -p "$debs_dir"
+  for pkg in "$@"; do
+    compgen -G "$debs_dir/${pkg}_*.deb" >/dev/null || missing+=("$pkg")
+  done
+  if ((${#missing[@]})); then
+    log "downloading ${missing[*]} into $debs_dir"
+    # Into a private directory first: another build may be reading $debs_dir.
+    mkdir -p "$into/dl"
+    (cd "$into/dl" && apt-get download -q "${missing[@]}" >/dev/null 2>"$into/apt.err") \
+      || { cat "$into/apt.err" >&2; exit 1; }
+    mv -f "$into"/dl/*.deb "$debs_dir/"
+  fi
+  for pkg in "$@"; do
+    cp "$(compgen -G "$debs_dir/${pkg}_*.deb" | LC_ALL=C sort -V | tail -n 1)" "$into/"
+  done
+}
+
+# prune: keep the image just built and the two newest others (running guests keep their kernel
+# in memory). Written without a `ls | grep -v | tail | xargs` pipeline: with no other image,
+# grep -v selects nothing and exits 1, which pipefail turned into the script's failure.
+prune() {
+  local keep=$1 d others=()
+  while IFS= read -r d; do
+    [[ $d == "$keep/" ]] || others+=("$d")
+  done < <(ls -dt "$cache_root"/guest-*/ 2>/dev/null)
+  ((${#others[@]} <= 2)) || rm -rf -- "${others[@]:2}"
+}
 
 copy_with_libs() { # copy_with_libs ROOT BINARY: the ELF's shared libraries (ldd) go to ROOT/lib
   local root=$1 bin=$2 lib
@@ -59,9 +101,7 @@ build() {
     kpkg=$(kernel_package)
   fi
   [[ -n $kpkg ]] || { log "cannot resolve linux-image-amd64 to a kernel package"; exit 1; }
-  log "downloading $kpkg qemu-guest-agent busybox-static e2fsprogs"
-  (cd "$tmp" && apt-get download -q "$kpkg" qemu-guest-agent busybox-static e2fsprogs >/dev/null 2>"$tmp/apt.err") \
-    || { cat "$tmp/apt.err" >&2; exit 1; }
+  fetch_debs "$tmp" "$kpkg" qemu-guest-agent busybox-static e2fsprogs
   for deb in "$tmp"/*.deb; do dpkg -x "$deb" "$tmp/x"; done
   kver=${kpkg#linux-image-}
 
@@ -79,7 +119,7 @@ build() {
 
   local m f deps d seen=" "
   for m in "${modules[@]}"; do
-    f=$(find "$tmp/x/lib/modules/$kver" -name "$m.ko" | head -1)
+    f=$(find "$tmp/x/lib/modules/$kver" -name "$m.ko" -print -quit)
     [[ -n $f ]] || { log "module $m not found in $kpkg"; exit 1; }
     deps=$(tr '\0' '\n' < "$f" | sed -n 's/^depends=//p' | tr ',' ' ')
     for d in $deps; do
@@ -99,8 +139,9 @@ build() {
   local off
   off=$(xz_offset "$tmp/x/boot/vmlinuz-$kver")
   [[ -n $off ]] || { log "no XZ stream in vmlinuz-$kver"; exit 1; }
-  # (xz stops at the stream's end; a pipe from tail would then die of SIGPIPE under pipefail)
-  xz -dc --single-stream < <(tail -c +"$((off + 1))" "$tmp/x/boot/vmlinuz-$kver") > "$out.tmp/vmlinux"
+  # xz stops at the stream's end and tail then dies of SIGPIPE: expected, so not a pipe (pipefail)
+  # and `|| true` (the ERR trap would report it).
+  xz -dc --single-stream < <(tail -c +"$((off + 1))" "$tmp/x/boot/vmlinuz-$kver" || true) > "$out.tmp/vmlinux"
   [[ $(head -c 4 "$out.tmp/vmlinux" | od -An -c | tr -d ' ') == 177ELF ]] \
     || { log "extracted kernel is not an ELF"; exit 1; }
   (cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc --quiet) > "$out.tmp/initramfs.cpio"
@@ -113,8 +154,7 @@ build() {
   } > "$out.tmp/manifest"
   rm -rf "$out" && mv "$out.tmp" "$out"
   log "built $out ($(du -sh "$out" | cut -f1))"
-  # keep this build and the two newest others (running guests keep their kernel in memory)
-  ls -dt "$cache_root"/guest-*/ 2>/dev/null | grep -vF "$out/" | tail -n +3 | xargs -r rm -rf
+  prune "$out"
   echo "$out"
 }
 

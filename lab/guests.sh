@@ -261,7 +261,9 @@ ENV
 cmd_up() {
   load_env
   local image_dir name t0 started=()
+  t0="$(now)"
   image_dir="$("$REPO/lab/guest-image.sh" build)"
+  say "$WHO" "guest image $image_dir ($(elapsed "$t0") s)"
   for name in "${GUESTS[@]}"; do
     t0="$(ensure_guest "$name" "$image_dir")"
     if [[ -n "$t0" ]]; then started+=("$name:$t0"); else say "$WHO" "$name already running"; fi

@@ -4,12 +4,33 @@
 #   REPO      the repository root
 #   LAB_DIR   all lab state (default: $REPO/.lab); `lab.sh down` removes it
 #   ENV_D     $LAB_DIR/env.d: each component writes its env lines to env.d/<component>.env
+#   VMSNAP_CACHE  what outlives a lab (Temporal binary, guest image, libvirt's QEMU capabilities);
+#                 default ~/.cache/vmsnap (.ci/run --cold points it at an empty directory)
+#
+# Sourcing it also installs an ERR trap: a command that ends a script under `set -e` prints the
+# script, line, command and exit status (and the function stack) on stderr, so a failed step
+# always says which one it was.
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 LAB_DIR="${LAB_DIR:-$REPO/.lab}"
 ENV_D="$LAB_DIR/env.d"
+VMSNAP_CACHE="${VMSNAP_CACHE:-$HOME/.cache/vmsnap}"
 TEMPORAL_VERSION="v1.5.1"
-TEMPORAL_BIN_DEFAULT="$HOME/.cache/vmsnap/temporal-$TEMPORAL_VERSION"
+TEMPORAL_BIN_DEFAULT="$VMSNAP_CACHE/temporal-$TEMPORAL_VERSION"
+
+# on_err STATUS COMMAND PIPESTATUS: the ERR trap. Under `set -e` the failing command is about to end the
+# script; say where. ${BASH_SOURCE[1]}/${BASH_LINENO[0]} are the trap's caller: the failed line.
+on_err() {
+  local status="$1" command="$2" pipe="$3" i where=""
+  [[ "$pipe" == *" "* ]] && status+=" (pipeline statuses: $pipe)"
+  for ((i = 1; i < ${#FUNCNAME[@]}; i++)); do
+    where+=" ${FUNCNAME[i]}@${BASH_SOURCE[i]##*/}:${BASH_LINENO[i - 1]}"
+  done
+  printf '[%s] FAILED: %s:%s: `%s` exited %s; in:%s\n' "${WHO:-${0##*/}}" \
+    "${BASH_SOURCE[1]#"$REPO"/}" "${BASH_LINENO[0]}" "$command" "$status" "$where" >&2
+}
+set -o errtrace
+trap 'on_err "$?" "$BASH_COMMAND" "${PIPESTATUS[*]}"' ERR
 
 # say COMPONENT MESSAGE...: one progress line on stderr.
 say() {

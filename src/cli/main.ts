@@ -54,6 +54,12 @@ async function main(argv: string[]): Promise<number> {
  */
 function finish(code: number): void {
   process.exitCode = code;
+  // The outcome is decided and printed: a library error surfacing after this (a timer of a closed
+  // connection, say) is reported but must not turn a success into exit 1, or a failure into 0.
+  process.on('uncaughtException', (err) => {
+    process.stderr.write(`vmsnap: internal error after the command finished (exit ${code} stands): ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exit(code);
+  });
   // Ceph calls still on the addon's threads (handles closing behind a command) finish first.
   void addonDrained(5000).then(() => setTimeout(() => process.exit(code), 1000).unref());
 }

@@ -1,7 +1,7 @@
 import { COMMON_HELP, configFrom, parseSingle } from '../common-flags';
 import { CliError, Exit } from '../exit-codes';
 import { emit } from '../output';
-import { connectClient } from '../temporal-client';
+import { closeConnection, connectClient } from '../temporal-client';
 
 const HELP = `Usage: vmsnap cancel <workflow-id>
 
@@ -23,6 +23,6 @@ export async function run(argv: string[]): Promise<number> {
     emit(!!values.json, { workflowId: arg, cancelRequested: true }, () => `cancel requested for ${arg}`);
     return Exit.ok;
   } finally {
-    await client.connection.close();
+    await closeConnection(client.connection);
   }
 }

@@ -1,4 +1,5 @@
 import { WorkflowFailedError } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { hostTaskQueue } from '../../config';
 import { parseSnapshotInput } from '../../model/input';
 import { SA } from '../../model/search-attributes';
@@ -7,7 +8,7 @@ import { progressQuery } from '../../../workflows/progress';
 import { COMMON_HELP, configFrom, parse } from '../common-flags';
 import { CliError, Exit } from '../exit-codes';
 import { emit, progressBar } from '../output';
-import { connectClient } from '../temporal-client';
+import { closeConnection, connectClient } from '../temporal-client';
 import { describeFailure, exitCodeFor } from '../failure-exit';
 import { SNAPSHOT_INPUT_HELP, SNAPSHOT_INPUT_OPTIONS, buildRequest } from '../snapshot-flags';
 
@@ -64,7 +65,7 @@ export async function run(argv: string[]): Promise<number> {
       emit(!!values.json, { workflowId, runId: handle.firstExecutionRunId, taskQueue }, () => `started ${workflowId} on ${taskQueue}`);
       return Exit.ok;
     }
-    const follow = followProgress(handle, !!values.json);
+    const follow = followProgress(client, handle, !!values.json);
     try {
       const result = (await handle.result()) as SnapshotResult;
       follow.stop();
@@ -80,24 +81,45 @@ export async function run(argv: string[]): Promise<number> {
       throw err;
     }
   } finally {
-    await client.connection.close();
+    await closeConnection(client.connection);
   }
 }
 
-function followProgress(handle: { query: (q: typeof progressQuery) => Promise<{ phase: string; disks: Record<string, { percent: number }> }> }, quiet: boolean) {
+/**
+ * Polls the run's progress query every 500 ms. stop() also cancels the query in flight: the
+ * connection closes soon after, and closing waits for every call (temporal-client.ts).
+ */
+function followProgress(
+  client: Client,
+  handle: { query: (q: typeof progressQuery) => Promise<{ phase: string; disks: Record<string, { percent: number }> }> },
+  quiet: boolean,
+) {
   let last = '';
+  let current: AbortController | undefined;
   const timer = setInterval(() => {
-    void handle.query(progressQuery).then(
-      (p) => {
-        const bars = Object.entries(p.disks).map(([t, d]) => `${t} ${progressBar(d.percent)}`).join('  ');
-        const line = `phase: ${p.phase}${bars ? '  ' + bars : ''}`;
-        if (!quiet && line !== last) process.stderr.write(`${line}\n`);
-        last = line;
-      },
-      () => undefined,
-    );
+    if (current) return; // one query at a time: a slow answer is not queued behind
+    const abort = (current = new AbortController());
+    void client.connection
+      .withAbortSignal(abort.signal, () => handle.query(progressQuery))
+      .finally(() => {
+        if (current === abort) current = undefined;
+      })
+      .then(
+        (p) => {
+          const bars = Object.entries(p.disks).map(([t, d]) => `${t} ${progressBar(d.percent)}`).join('  ');
+          const line = `phase: ${p.phase}${bars ? '  ' + bars : ''}`;
+          if (!quiet && line !== last) process.stderr.write(`${line}\n`);
+          last = line;
+        },
+        () => undefined,
+      );
   }, 500);
-  return { stop: () => clearInterval(timer) };
+  return {
+    stop: () => {
+      clearInterval(timer);
+      current?.abort();
+    },
+  };
 }
 
 export function humanResult(r: SnapshotResult): string {

@@ -2,7 +2,7 @@ import { progressQuery } from '../../../workflows/progress';
 import { COMMON_HELP, configFrom, parseSingle } from '../common-flags';
 import { CliError, Exit } from '../exit-codes';
 import { emit, progressBar } from '../output';
-import { connectClient } from '../temporal-client';
+import { closeConnection, connectClient } from '../temporal-client';
 
 const HELP = `Usage: vmsnap status <workflow-id>
 
@@ -37,6 +37,6 @@ export async function run(argv: string[]): Promise<number> {
     });
     return status === 'FAILED' ? Exit.failed : status === 'CANCELLED' ? Exit.cancelled : status === 'TERMINATED' ? Exit.terminated : Exit.ok;
   } finally {
-    await client.connection.close();
+    await closeConnection(client.connection);
   }
 }

@@ -1,10 +1,10 @@
-import { Connection } from '@temporalio/client';
+import type { Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import type { Config } from '../../config';
 import { hostTaskQueue } from '../../config';
 import { bulkTaskQueue } from '../../model/naming';
 import { SEARCH_ATTRIBUTE_TYPES } from '../../model/search-attributes';
-import { connectionOptions } from '../../temporal-connection';
+import { closeConnection, openConnection } from '../temporal-client';
 import { fail, messageOf, ok, warn, within } from './check';
 import type { CheckResult } from './check';
 
@@ -25,7 +25,7 @@ export async function checkTemporal(config: Config, opts: { fix: boolean }): Pro
   const { address, namespace } = config.temporal;
   let conn: Connection;
   try {
-    conn = await within(10_000, 'connect', Connection.connect({ ...connectionOptions(config), connectTimeout: '5s' }));
+    conn = await within(10_000, 'connect', openConnection(config));
   } catch (err) {
     return [fail('temporal', `cannot reach ${address}: ${messageOf(err)}`, 'start the Temporal server or set --temporal-address / VMSNAP_TEMPORAL_ADDRESS', true)];
   }
@@ -45,7 +45,8 @@ export async function checkTemporal(config: Config, opts: { fix: boolean }): Pro
     out.push(await checkWorker(conn, namespace, bulkTaskQueue(hostTaskQueue(config.host)), 'ACTIVITY'));
     return out;
   } finally {
-    await conn.close();
+    // Drains first: a check that gave up (within) may have left its call in flight.
+    await closeConnection(conn);
   }
 }
 

@@ -1,8 +1,5 @@
 import { ScheduleAlreadyRunning, ScheduleNotFoundError, isGrpcServiceError } from '@temporalio/client';
-import type { Client } from '@temporalio/client';
-import type { Config } from '../../config';
 import { CliError, Exit } from '../exit-codes';
-import { connectClient } from '../temporal-client';
 
 /** What `schedule create` records in the schedule's memo, so list/describe can show it plainly. */
 export interface ScheduleMemo {
@@ -19,15 +16,6 @@ export const WORKFLOW_TYPE = 'consistentSnapshot';
 /** Workflow id prefix of a schedule's runs; Temporal appends the scheduled time. */
 export function runIdPrefix(scheduleId: string): string {
   return `sched-${scheduleId}`;
-}
-
-export async function withClient<T>(config: Config, fn: (client: Client) => Promise<T>): Promise<T> {
-  const client = await connectClient(config);
-  try {
-    return await fn(client);
-  } finally {
-    await client.connection.close();
-  }
 }
 
 /** Server answers → exit codes: unknown or duplicate ids and rejected specs are the caller's input. */

@@ -6,7 +6,8 @@ import { COMMON_HELP, configFrom, parse } from '../common-flags';
 import { CliError, Exit } from '../exit-codes';
 import { describeFailure, exitCodeFor } from '../failure-exit';
 import { emit } from '../output';
-import { scheduleFailure, withClient } from './common';
+import { scheduleFailure } from './common';
+import { withClient } from '../temporal-client';
 import { parseOverlap, scheduleId } from './spec';
 
 export const PAUSE_HELP = `Usage: vmsnap schedule pause <schedule-id> [--note TEXT]

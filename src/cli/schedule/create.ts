@@ -6,7 +6,8 @@ import { COMMON_HELP, configFrom, parse } from '../common-flags';
 import { CliError, Exit } from '../exit-codes';
 import { emit } from '../output';
 import { SNAPSHOT_INPUT_HELP, SNAPSHOT_INPUT_OPTIONS, buildRequest } from '../snapshot-flags';
-import { MEMO_KEY, WORKFLOW_TYPE, runIdPrefix, scheduleFailure, withClient } from './common';
+import { MEMO_KEY, WORKFLOW_TYPE, runIdPrefix, scheduleFailure } from './common';
+import { withClient } from '../temporal-client';
 import type { ScheduleMemo } from './common';
 import { parseDuration, parseOverlap, parseSpec, scheduleId } from './spec';
 

@@ -2,7 +2,8 @@ import type { Client, ScheduleDescription, ScheduleExecutionResult } from '@temp
 import { COMMON_HELP, configFrom, parse } from '../common-flags';
 import { CliError, Exit } from '../exit-codes';
 import { emit } from '../output';
-import { WORKFLOW_TYPE, memoOf, scheduleFailure, withClient } from './common';
+import { WORKFLOW_TYPE, memoOf, scheduleFailure } from './common';
+import { withClient } from '../temporal-client';
 import { retentionText } from './create';
 import { describeSpec, scheduleId } from './spec';
 
