@@ -40,7 +40,9 @@ let worker: WorkerProcess;
 beforeAll(async () => {
   client = new Client({ connection: await Connection.connect({ address: need(vars, 'TEMPORAL_ADDRESS') }) });
   worker = new WorkerProcess(vars, `thaw-${uniqueId('h').slice(2)}`);
-  await worker.start({ points: ['freeze:after'], pauseMs: 3000 });
+  // Every freeze of this worker holds its window 6 s after the freeze returns: time for an
+  // operator to act inside it (the CLI's own start is seconds on a loaded host).
+  await worker.start({ points: ['freeze:after'], pauseMs: 6000 });
 });
 
 afterAll(async () => {
@@ -119,27 +121,36 @@ describe('ownership: a freeze vmsnap did not make is never thawed by it', () => 
 
 describe('truth: quiesced only when the freeze provably held', () => {
   it('an operator `vmsnap thaw` inside the window makes the run say quiesced: false', async () => {
-    const handle = await start(worker, input());
-    await worker.reached('freeze:after');
-    const thaw = await vmsnapCli(['thaw', g1, '--json'], cliEnv(vars, { VMSNAP_STATE_DIR: worker.stateDir }));
-    expect(thaw.code, thaw.stderr).toBe(0);
-    expect(JSON.parse(thaw.stdout)).toMatchObject({ before: 'frozen', frozenBy: expect.stringContaining(handle.workflowId) });
-    const result = (await handle.result()) as SnapshotResult;
+    const handle = await start(worker, input({ freezeDeadlineMs: 20_000 }));
+    const done = handle.result().then(
+      (r) => r as SnapshotResult,
+      () => undefined,
+    );
     try {
-      expect(result.quiesced).toBe(false);
-      expect(result.quiesceReason).toMatch(/thawed 0 of the 1 filesystem/);
-      expect(await quiescedTruthViolations(vars, result)).toEqual([]);
-      // The oracle agrees: the snapshot was taken after the operator's thaw.
-      expect(Object.values(await fsStates(vars, result))).toEqual(['needs_recovery']);
-      const desc = await handle.describe();
-      expect(desc.searchAttributes?.VmsnapQuiesced).toEqual([false]);
+      await worker.reached('freeze:after');
+      const thaw = await vmsnapCli(['thaw', g1, '--json'], cliEnv(vars, { VMSNAP_STATE_DIR: worker.stateDir }));
+      expect(thaw.code, thaw.stderr).toBe(0);
+      expect(JSON.parse(thaw.stdout)).toMatchObject({ before: 'frozen', frozenBy: expect.stringContaining(handle.workflowId) });
+      const result = (await handle.result()) as SnapshotResult;
+      try {
+        expect(result.quiesced).toBe(false);
+        expect(result.quiesceReason).toMatch(/thawed 0 of the 1 filesystem/);
+        expect(await quiescedTruthViolations(vars, result)).toEqual([]);
+        // The oracle agrees: the snapshot was taken after the operator's thaw.
+        expect(Object.values(await fsStates(vars, result))).toEqual(['needs_recovery']);
+        const desc = await handle.describe();
+        expect(desc.searchAttributes?.VmsnapQuiesced).toEqual([false]);
+      } finally {
+        await ceph.removeResultImages(result);
+      }
     } finally {
-      await ceph.removeResultImages(result);
+      // Never leave the run holding the domain lock for the next test.
+      await ceph.removeResultImages(await done).catch(() => undefined);
     }
   });
 
   it('a window past its deadline is never quiesced; under require it fails FreezeDeadlineExceeded', async () => {
-    // The worker pauses 3 s after the freeze returns: past a 2.5 s deadline, the guard fires.
+    // The worker pauses 6 s after the freeze returns: past a 2.5 s deadline, the guard fires.
     const tight = { freezeDeadlineMs: 2500, agentTimeoutSec: 2, snapshotTimeoutMs: 2000 };
     const handle = await start(worker, input(tight));
     const result = (await handle.result()) as SnapshotResult;
@@ -277,7 +288,7 @@ describe('one worker per state dir, and thawing with Temporal down', () => {
       }
     }
     // And the first still works.
-    const handle = await start(worker, input({ target: { clone: false } }));
+    const handle = await start(worker, input({ target: { clone: false }, freezeDeadlineMs: 20_000 }));
     const result = (await handle.result()) as SnapshotResult;
     expect(result.quiesced).toBe(true);
     expect(await quiescedTruthViolations(vars, result)).toEqual([]);
