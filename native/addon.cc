@@ -5,6 +5,15 @@
 #include "core.h"
 
 namespace vmsnap {
+
+// Defined in the file that calls Tsfn::New: under -fsanitize=null (the UBSan build, see
+// scripts/build-addon.mjs) GCC cannot fold node-addon-api's `CallJs != nullptr` template test
+// for a function that is only declared in the translation unit (or inline).
+void CallDelivery(Napi::Env env, Napi::Function, void*, Delivery* d) {
+  if (env != nullptr) d->Deliver(env);
+  delete d;
+}
+
 namespace {
 
 // malloc_trim(0): hands freed heap pages of every glibc arena back to the kernel. librbd and

@@ -34,24 +34,23 @@ Napi::Value Connect(const Napi::CallbackInfo& info) {
       return fail(r, "rados_conf_set");
     }
     if ((r = rados_connect(c)) < 0) return fail(r, "rados_connect");
-    auto core = std::make_shared<ClusterCore>();
-    core->cluster = c;
+    auto core = std::make_shared<ClusterCore>(c);
     return Ok([core](Napi::Env env) {
       return Handle::Create(env, Kind::Cluster, core, nullptr, nullptr);
     });
   });
 }
 
-// rados_shutdown; EBUSY while ioctx or image handles from it are open.
+// rados_shutdown; EBUSY while ioctx or image resources from it are not released (open handles,
+// handles being closed, dropped handles the finalizer is still closing). Every open of a child
+// goes through an open handle of this cluster, so 0 at the start of the closer stays 0.
 Napi::Value Shutdown(const Napi::CallbackInfo& info) {
   Handle* h = Handle::Arg(info, 0, Kind::Cluster);
   auto core = h->core;
   return h->Close(
       info.Env(), "rados_shutdown",
       [core]() -> Outcome {
-        if (core->children > 0) return Fail(-EBUSY, "rados_shutdown");
-        rados_shutdown(core->cluster);
-        core->shut = true;
+        core->Shutdown();
         return Ok();
       },
       [core] { return core->children == 0; });
@@ -93,7 +92,7 @@ Napi::Value IoCtxCreate(const Napi::CallbackInfo& info) {
     int r = rados_ioctx_create(core->cluster, pool.c_str(), &io);
     if (r < 0) return Fail(r, "rados_ioctx_create");
     rados_ioctx_set_namespace(io, ns.c_str());
-    ++core->children;
+    core->AdoptIoCtx();
     return Ok([core, io](Napi::Env env) {
       return Handle::Create(env, Kind::IoCtx, core, io, nullptr);
     });
@@ -106,8 +105,7 @@ Napi::Value IoCtxDestroy(const Napi::CallbackInfo& info) {
   auto core = h->core;
   rados_ioctx_t io = h->io;
   return h->Close(info.Env(), "rados_ioctx_destroy", [core, io]() -> Outcome {
-    rados_ioctx_destroy(io);
-    --core->children;
+    core->ReleaseIoCtx(io);
     return Ok();
   });
 }
@@ -181,6 +179,26 @@ Napi::Value Version(const Napi::CallbackInfo& info) {
                                            std::to_string(extra));
 }
 
+// Native resources not yet released, process-wide (synchronous), for tests.
+Napi::Value HandleCounts(const Napi::CallbackInfo& info) {
+  Napi::Object o = Napi::Object::New(info.Env());
+  o.Set("clusters", static_cast<double>(Live().clusters.load()));
+  o.Set("ioctxs", static_cast<double>(Live().ioctxs.load()));
+  o.Set("images", static_cast<double>(Live().images.load()));
+  return o;
+}
+
+// injectCloseError(errno): the next rbd_close the addon makes reports -errno (test hook).
+Napi::Value InjectCloseErrorFn(const Napi::CallbackInfo& info) {
+  if (info.Length() < 1 || !info[0].IsNumber()) {
+    throw Napi::TypeError::New(info.Env(), "argument 0 must be an errno");
+  }
+  int err = info[0].As<Napi::Number>().Int32Value();
+  if (err <= 0 || err > 4095) throw Napi::RangeError::New(info.Env(), "errno must be in 1..4095");
+  InjectCloseError(err);
+  return info.Env().Undefined();
+}
+
 // Addon thread pool counters (synchronous), for tests.
 Napi::Value ThreadStats(const Napi::CallbackInfo& info) {
   PoolStats s = PoolGetStats();
@@ -207,6 +225,8 @@ void RegisterCluster(Napi::Env env, Napi::Object exports) {
   exports.Set("getAddrs", Napi::Function::New(env, GetAddrs, "getAddrs"));
   exports.Set("blocklistAdd", Napi::Function::New(env, BlocklistAdd, "blocklistAdd"));
   exports.Set("threadStats", Napi::Function::New(env, ThreadStats, "threadStats"));
+  exports.Set("handleCounts", Napi::Function::New(env, HandleCounts, "handleCounts"));
+  exports.Set("injectCloseError", Napi::Function::New(env, InjectCloseErrorFn, "injectCloseError"));
 }
 
 }  // namespace vmsnap

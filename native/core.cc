@@ -33,11 +33,6 @@ std::shared_ptr<TsfnGuard> NewTsfnGuard() {
   return g;
 }
 
-void CallDelivery(Napi::Env env, Napi::Function, void*, Delivery* d) {
-  if (env != nullptr) d->Deliver(env);
-  delete d;
-}
-
 Napi::Error MakeError(Napi::Env env, int r, const char* call) {
   int e = r < 0 ? -r : r;
   const char* name = strerrorname_np(e);
@@ -173,11 +168,57 @@ std::shared_ptr<Progress> MakeProgress(Napi::Env env, Napi::Value callback) {
 
 // ---- handles -------------------------------------------------------------
 
+LiveCounts& Live() {
+  static LiveCounts* counts = new LiveCounts();  // never destroyed: pool threads use it at exit
+  return *counts;
+}
+
+namespace {
+std::atomic<int> g_close_error{0};
+}  // namespace
+
+void InjectCloseError(int err) { g_close_error = err; }
+
+ClusterCore::ClusterCore(rados_t c) : cluster(c) { ++Live().clusters; }
+
 ClusterCore::~ClusterCore() {
-  if (!shut && cluster != nullptr) {
+  if (!shut) {
     rados_t c = cluster;
-    PoolPost([c] { rados_shutdown(c); });
+    PoolPost([c] {
+      rados_shutdown(c);
+      --Live().clusters;
+    });
   }
+}
+
+void ClusterCore::AdoptIoCtx() {
+  ++children;
+  ++Live().ioctxs;
+}
+
+void ClusterCore::AdoptImage() {
+  ++children;
+  ++Live().images;
+}
+
+void ClusterCore::ReleaseIoCtx(rados_ioctx_t io) {
+  rados_ioctx_destroy(io);
+  --Live().ioctxs;
+  --children;
+}
+
+int ClusterCore::ReleaseImage(rbd_image_t img) {
+  int r = rbd_close(img);
+  if (int injected = g_close_error.exchange(0)) r = -injected;
+  --Live().images;
+  --children;
+  return r;
+}
+
+void ClusterCore::Shutdown() {
+  rados_shutdown(cluster);
+  shut = true;
+  --Live().clusters;
 }
 
 Napi::Function Handle::Define(Napi::Env env) {
@@ -188,7 +229,16 @@ Handle::Handle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Handle>(info) 
 
 Napi::Object Handle::Create(Napi::Env env, Kind kind, std::shared_ptr<ClusterCore> core,
                             rados_ioctx_t io, rbd_image_t image) {
-  Napi::Object obj = GetEnvData(env)->handle_ctor.New({});
+  Napi::Object obj;
+  try {
+    obj = GetEnvData(env)->handle_ctor.New({});
+  } catch (...) {
+    // No JS object will own it: release it here, once, as close would.
+    std::shared_ptr<ClusterCore> c = core;
+    if (image != nullptr) PoolPost([c, image] { c->ReleaseImage(image); });
+    if (io != nullptr) PoolPost([c, io] { c->ReleaseIoCtx(io); });
+    throw;
+  }
   Handle* h = Unwrap(obj);
   h->kind = kind;
   h->core = std::move(core);
@@ -210,7 +260,7 @@ Handle* Handle::Arg(const Napi::CallbackInfo& info, size_t i, Kind kind) {
 
 Napi::Value Handle::Use(Napi::Env env, const char* call, std::function<Outcome()> work,
                         Settled settled) {
-  if (closing_ || closed_) return Rejected(env, -EBADF, call);
+  if (!IsOpen()) return Rejected(env, -EBADF, call);
   Pin();
   return Submit(env, std::move(work), [this, settled](Napi::Env env, const Outcome& o) {
     if (settled) settled(env, o);
@@ -219,7 +269,7 @@ Napi::Value Handle::Use(Napi::Env env, const char* call, std::function<Outcome()
 }
 
 bool Handle::Pin() {
-  if (closing_ || closed_) return false;
+  if (!IsOpen()) return false;
   ++inflight_;
   Ref();
   return true;
@@ -235,20 +285,27 @@ void Handle::Unpin(Napi::Env env) {
 }
 
 Napi::Value Handle::Close(Napi::Env env, const char* call, std::function<Outcome()> closer,
-                          std::function<bool()> precheck) {
-  if (closing_ || closed_) return Rejected(env, -EBADF, call);
-  if (precheck && !precheck()) return Rejected(env, -EBUSY, call);
+                          std::function<bool()> ready) {
+  if (!IsOpen()) return Rejected(env, -EBADF, call);
+  if (ready && !ready()) return Rejected(env, -EBUSY, call);
   closing_ = true;
   Ref();
   auto deferred = Napi::Promise::Deferred::New(env);
-  auto start = [this, deferred, closer](Napi::Env env) {
-    SubmitTo(env, deferred, closer, [this](Napi::Env, const Outcome& o) {
+  auto start = [this, deferred, call, closer, ready](Napi::Env env) {
+    // Asked again once the calls in flight have settled: one of them may have opened a child.
+    if (ready && !ready()) {
       closing_ = false;
-      if (o.r == 0) {
-        closed_ = true;
-        io = nullptr;
-        image = nullptr;
-      }
+      deferred.Reject(MakeError(env, -EBUSY, call).Value());
+      Unref();
+      return;
+    }
+    // From here the resource belongs to `closer`, and the C call frees it whatever it returns:
+    // the handle is closed now, for later calls and for the finalizer alike.
+    closed_ = true;
+    io = nullptr;
+    image = nullptr;
+    SubmitTo(env, deferred, closer, [this](Napi::Env, const Outcome&) {
+      core.reset();  // a dropped connection may shut down once its last child is gone
       Unref();
     });
   };
@@ -261,23 +318,22 @@ Napi::Value Handle::Close(Napi::Env env, const char* call, std::function<Outcome
 }
 
 void Handle::Finalize(Napi::Env) {
-  // Garbage-collected without close(): release the resource on an addon thread.
-  if (closed_) return;
+  // Garbage-collected without close(): release the resource on an addon thread. Closed handles
+  // own nothing. Calls in flight or a pending close only reach here at environment teardown
+  // (both hold a reference): the resource is left to the process rather than freed under them.
+  if (closed_ || closing_ || inflight_ > 0) return;
+  closed_ = true;
   std::shared_ptr<ClusterCore> c = core;
   if (kind == Kind::Image && image != nullptr) {
     rbd_image_t img = image;
-    PoolPost([img, c] {
-      rbd_close(img);
-      --c->children;
-    });
+    PoolPost([img, c] { c->ReleaseImage(img); });
   } else if (kind == Kind::IoCtx && io != nullptr) {
     rados_ioctx_t i = io;
-    PoolPost([i, c] {
-      rados_ioctx_destroy(i);
-      --c->children;
-    });
+    PoolPost([i, c] { c->ReleaseIoCtx(i); });
   }
-  // Kind::Cluster: dropping `core` shuts the cluster down once nothing uses it.
+  image = nullptr;
+  io = nullptr;
+  // Kind::Cluster: dropping `core` shuts the cluster down once no child holds it.
 }
 
 // ---- argument helpers ----------------------------------------------------

@@ -38,6 +38,7 @@ class Delivery {
   virtual void Deliver(Napi::Env env) = 0;
 };
 
+// Defined in addon.cc, the file that creates the TSFN (see there).
 void CallDelivery(Napi::Env env, Napi::Function, void*, Delivery* d);
 using Tsfn = Napi::TypedThreadSafeFunction<void, Delivery, CallDelivery>;
 
@@ -109,12 +110,40 @@ Napi::Promise Rejected(Napi::Env env, int r, const char* call);
 
 std::shared_ptr<Progress> MakeProgress(Napi::Env env, Napi::Value callback);
 
+// Process-wide counts of native resources not yet released, for tests: each successful
+// rados_connect/rados_ioctx_create/rbd_open is matched by exactly one release.
+struct LiveCounts {
+  std::atomic<long> clusters{0};
+  std::atomic<long> ioctxs{0};
+  std::atomic<long> images{0};
+};
+LiveCounts& Live();
+
+// Test hook: the next ReleaseImage reports -err after its (real) rbd_close. librbd's own close
+// errors are rare and timing-bound (a blocklisted client's close returned 0 in every probe);
+// this makes the addon's close-error path reachable on purpose.
+void InjectCloseError(int err);
+
 // A rados_t shared by the cluster handle and every ioctx/image opened from it.
+//
+// Ownership: every resource is released exactly once, by the Release* call here, and the C call
+// frees it whatever it returns (rbd_close deletes the ImageCtx even when it reports an error).
+// `children` counts the ioctx and image resources not yet released; shutdown needs it at 0.
 struct ClusterCore {
-  rados_t cluster = nullptr;
-  std::atomic<int> children{0};  // open ioctx and image handles
-  std::atomic<bool> shut{false};
+  explicit ClusterCore(rados_t c);
   ~ClusterCore();  // shuts down on an addon thread if nobody did
+  ClusterCore(const ClusterCore&) = delete;
+  ClusterCore& operator=(const ClusterCore&) = delete;
+
+  void AdoptIoCtx();  // after a successful rados_ioctx_create
+  void AdoptImage();  // after a successful rbd_open
+  void ReleaseIoCtx(rados_ioctx_t io);
+  int ReleaseImage(rbd_image_t img);  // rbd_close's result
+  void Shutdown();                    // rados_shutdown; only with children == 0
+
+  rados_t const cluster;
+  std::atomic<int> children{0};
+  std::atomic<bool> shut{false};
 };
 
 enum class Kind { Cluster, IoCtx, Image };
@@ -134,10 +163,12 @@ class Handle : public Napi::ObjectWrap<Handle> {
   // Runs `work` while this handle is open; EBADF (named `call`) when closed.
   Napi::Value Use(Napi::Env env, const char* call, std::function<Outcome()> work,
                   Settled settled = nullptr);
-  // Marks the handle closed now (later calls get EBADF) and runs `closer`
-  // once the calls in flight have settled.
+  // Marks the handle closing now (later calls get EBADF) and runs `closer` once the calls in
+  // flight have settled. `ready` (JS thread) is asked now and again just before `closer`
+  // starts: false rejects EBUSY and leaves the handle open. Once `closer` starts, the handle
+  // is closed whatever it returns (its error is the promise's rejection).
   Napi::Value Close(Napi::Env env, const char* call, std::function<Outcome()> closer,
-                    std::function<bool()> precheck = nullptr);
+                    std::function<bool()> ready = nullptr);
 
   // Counts a call that uses this handle as a secondary argument (the child
   // ioctx of rbd_clone3) so that close waits for it. False when closed.

@@ -119,7 +119,7 @@ Value OpenImage(const CallbackInfo& info) {
     int r = read_only ? rbd_open_read_only(io, name.c_str(), &img, s)
                       : rbd_open(io, name.c_str(), &img, s);
     if (r < 0) return Fail(r, call);
-    ++core->children;
+    core->AdoptImage();
     return Ok([core, img](Env env) { return Handle::Create(env, Kind::Image, core, nullptr, img); });
   });
 }
@@ -130,8 +130,7 @@ Value CloseImage(const CallbackInfo& info) {
   rbd_image_t img = h->image;
   auto core = h->core;
   return h->Close(info.Env(), "rbd_close", [img, core]() -> Outcome {
-    int r = rbd_close(img);
-    --core->children;  // the handle is gone even if close reported an error
+    int r = core->ReleaseImage(img);
     return r < 0 ? Fail(r, "rbd_close") : Ok();
   });
 }

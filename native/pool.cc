@@ -41,6 +41,9 @@ class Pool {
       queue_.pop_front();
       lock.unlock();
       task();
+      // Destroyed before relocking: the captures may hold a ClusterCore's last reference, whose
+      // destructor posts rados_shutdown here (PoolPost under mu_ deadlocked every later call).
+      task = nullptr;
       lock.lock();
     }
   }

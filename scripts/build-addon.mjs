@@ -2,9 +2,11 @@
 // Builds the librbd/librados addon (native/, binding.gyp) with node-gyp against the installed
 // Node headers. Run by `npm ci`/`npm install` (root package `install` script) or by hand:
 //   node scripts/build-addon.mjs [--debug]
+//   node scripts/build-addon.mjs --asan   AddressSanitizer + UBSan build into build-asan/ (the
+//                                         normal build is untouched); run by scripts/test-asan.sh
 // Never downloads anything: node-gyp gets --nodedir pointing at local headers.
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -66,9 +68,30 @@ function nodeGyp() {
   return found;
 }
 
+// The sanitizer build compiles the same sources from a generated binding.gyp in build-asan/, so
+// node-gyp's build/ there never touches the production addon in build/.
+// -fno-sanitize-recover=all: UBSan aborts at the first report, as ASan does.
+const SANITIZE = ['-fsanitize=address,undefined', '-fno-sanitize-recover=all', '-fno-omit-frame-pointer', '-g', '-O1'];
+
+function asanProject() {
+  const dir = path.join(root, 'build-asan');
+  mkdirSync(dir, { recursive: true });
+  const gyp = JSON.parse(readFileSync(path.join(root, 'binding.gyp'), 'utf8'));
+  for (const t of gyp.targets) {
+    t.sources = t.sources.map((s) => path.join('..', s));
+    t.cflags_cc = [...t.cflags_cc, ...SANITIZE];
+    t.ldflags = [...(t.ldflags ?? []), '-fsanitize=address,undefined'];
+  }
+  writeFileSync(path.join(dir, 'binding.gyp'), `${JSON.stringify(gyp, null, 2)}\n`);
+  return dir;
+}
+
+const asan = process.argv.includes('--asan');
+const cwd = asan ? asanProject() : root;
 const started = Date.now();
 const args = [nodeGyp(), 'rebuild', `--nodedir=${nodedir()}`, '--jobs=max'];
 if (process.argv.includes('--debug')) args.push('--debug');
-const r = spawnSync(process.execPath, args, { cwd: root, stdio: 'inherit', env: { ...process.env, npm_config_nodedir: nodedir() } });
+const r = spawnSync(process.execPath, args, { cwd, stdio: 'inherit', env: { ...process.env, npm_config_nodedir: nodedir() } });
 if (r.status !== 0) fail(`node-gyp exited with ${r.status ?? r.signal}; see the compiler output above.`);
-console.log(`vmsnap: built build/Release/vmsnap_rbd.node in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+const built = path.relative(root, path.join(cwd, 'build', 'Release', 'vmsnap_rbd.node'));
+console.log(`vmsnap: built ${built} in ${((Date.now() - started) / 1000).toFixed(1)} s`);

@@ -23,4 +23,4 @@ export {
   Snapshotter, type SnapRequest, type SnapshotterOptions, type BoundOptions,
   type CreateSnapsResult, type RemoveSnapsResult, type SnapFailure,
 } from './snapshotter';
-export { rbdVersion, addonThreadStats, releaseFreedMemory, addonDrained } from './version';
+export { rbdVersion, addonThreadStats, addonHandleCounts, releaseFreedMemory, addonDrained } from './version';

@@ -27,6 +27,10 @@ export interface NativeStat {
 export interface NativeBinding {
   version(): string;
   threadStats(): { threads: number; idle: number; queued: number };
+  /** Native resources not yet released, process-wide (each open is released exactly once). */
+  handleCounts(): { clusters: number; ioctxs: number; images: number };
+  /** Test hook: the next rbd_close the addon makes reports -errno (after really closing). */
+  injectCloseError(errno: number): void;
   /** malloc_trim(0); true when memory went back to the kernel. */
   trimMemory(): boolean;
   connect(conf: string, id: string, keyring: Maybe<string>, timeoutSec: Maybe<number>): Promise<NativeHandle>;

@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { LabNotUpError, loadLabEnv, type LabEnv } from '../lab/env';
 import { RadosCluster, type ConnectOptions, type IoCtx } from './cluster';
 import { isNotFound } from './errors';
+import { native } from './native';
 import { createNamespace, removeNamespace } from './namespace';
 
 /*
@@ -42,6 +43,15 @@ export function cephTestEnv(): CephTestEnv {
     imagePool: process.env.VMSNAP_IMAGE_POOL ?? lab?.pools.image ?? 'images',
     otherPool: process.env.VMSNAP_OTHER_POOL ?? lab?.pools.other ?? 'other',
   };
+}
+
+/**
+ * Makes the addon's next rbd_close report `errno` after it really closed the image: librbd 16's
+ * own close errors are rare and timing-bound (a blocklisted client's close returned 0 in every
+ * probe), and what must hold after one (handle gone, nothing closed twice) needs it on demand.
+ */
+export function injectCloseError(errno: number): void {
+  native().injectCloseError(errno);
 }
 
 /** Arguments for the `rbd`/`ceph` CLIs matching the env. */

@@ -10,6 +10,14 @@ export function addonThreadStats(): { threads: number; idle: number; queued: num
   return native().threadStats();
 }
 
+/**
+ * Native resources (connections, ioctxs, open images) not yet released, process-wide, including
+ * handles the garbage collector dropped whose release is still running on an addon thread.
+ */
+export function addonHandleCounts(): { clusters: number; ioctxs: number; images: number } {
+  return native().handleCounts();
+}
+
 /** Returns the heap pages librbd/librados freed to the kernel (malloc_trim); true if any went. */
 export function releaseFreedMemory(): boolean {
   return native().trimMemory();
