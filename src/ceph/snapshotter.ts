@@ -172,7 +172,7 @@ export class Snapshotter {
 
   /** Disconnects the child, which then shuts its connection down and exits. */
   async close(): Promise<void> {
-    await this.evicting;
+    await Promise.race([this.evicting, sleep(5000)]);
     const c = this.child;
     this.child = undefined;
     if (!c?.alive) return;
@@ -189,18 +189,24 @@ export class Snapshotter {
 
   private async runBatch(op: SnapOp, requests: SnapRequest[], timeoutMs: number) {
     const answered: { request: SnapRequest; reply: Reply }[] = [];
-    await this.evicting; // a killed child's session is fenced before anything touches its images
-    const c = this.ensureChild();
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<'timeout'>((resolve) => {
       timer = setTimeout(() => resolve('timeout'), timeoutMs);
     });
+    // A killed child's session is fenced before anything touches its images — but within this
+    // call's bound: a blocklist command that hangs (monitor quorum lost) must not wedge the call.
+    const fenced = await Promise.race([this.evicting.then(() => 'fenced' as const), deadline]);
+    if (fenced === 'timeout') {
+      clearTimeout(timer);
+      return { answered, unanswered: [] as SnapRequest[], notSent: requests, timedOut: true };
+    }
+    const c = this.ensureChild();
     this.ref(c);
     try {
       // A child that cannot start (bad conf, auth) rejects here with its RbdError.
       const ready = await Promise.race([c.ready.then(() => 'ready' as const), deadline]);
       if (ready === 'timeout') {
-        await this.abandon(c);
+        this.abandon(c);
         return { answered, unanswered: [], notSent: requests, timedOut: true };
       }
       const pending = new Set<SnapRequest>(requests);
@@ -214,7 +220,7 @@ export class Snapshotter {
         }),
       );
       const outcome = await Promise.race([all.then(() => 'done' as const), deadline]);
-      if (outcome === 'timeout') await this.abandon(c);
+      if (outcome === 'timeout') this.abandon(c);
       return { answered, unanswered: [...pending], notSent: [], timedOut: outcome === 'timeout' };
     } finally {
       clearTimeout(timer);
@@ -289,20 +295,22 @@ export class Snapshotter {
 
   /**
    * SIGKILL: the child's librados session goes with it, before it can break anyone's lock.
-   * Then, with `evictWith`, fence the dead session so its watches go at once.
+   * Then, with `evictWith`, fence the dead session so its watches go at once — in the
+   * background, so the bounded call returns now; this Snapshotter's next batch waits for it
+   * (within that batch's own bound).
    */
-  private async abandon(c: Child): Promise<void> {
+  private abandon(c: Child): void {
     this.kill(c);
-    const exited = await Promise.race([c.exited.then(() => true), sleep(2000).then(() => false)]);
-    const addrs = c.addrs;
-    if (!exited || !this.options.evictWith || !addrs) return;
     const evictWith = this.options.evictWith;
-    const cluster = typeof evictWith === 'function' ? await evictWith().catch(() => undefined) : evictWith;
-    if (!cluster) return;
-    // In the background, so the bounded call returns now; the next batch waits for it.
+    if (!evictWith) return;
     const previous = this.evicting;
     this.evicting = (async () => {
       await previous;
+      const exited = await Promise.race([c.exited.then(() => true), sleep(2000).then(() => false)]);
+      const addrs = c.addrs;
+      if (!exited || !addrs) return;
+      const cluster = typeof evictWith === 'function' ? await evictWith().catch(() => undefined) : evictWith;
+      if (!cluster) return;
       try {
         await cluster.blocklistAdd(addrs, 3600);
         this.evictions.push({ addrs });

@@ -14,6 +14,7 @@ import type { Logger } from './logger';
 import { reconcile } from './reconcile';
 import { Sweeper } from './sweeper';
 import { OrphanReaper } from './orphan-reaper';
+import { resolveScope } from './scope';
 import { flattenProgressSignal } from '../../workflows/progress';
 import { connectionOptions } from '../temporal-connection';
 import { workflowCode } from './workflows-path';
@@ -65,7 +66,7 @@ export async function createHostWorker(
   const cluster = await deps.rados();
   await deps.fence.fencePrevious(cluster, log);
   await deps.fence.record('worker', await cluster.addrs());
-  // The snapshotter process must be up before the first freeze: its start is not paid inside a window.
+  // A snapshotter child must be up before the first freeze: its start is not paid inside a window.
   await deps.snapshotter.start();
   const lv = await deps.libvirt();
   const thawed = await reconcile(lv, deps.guard, metrics, log);
@@ -74,7 +75,8 @@ export async function createHostWorker(
 
   const connOpts = connectionOptions(config);
   const client = new Client({ connection: await Connection.connect(connOpts), namespace: config.temporal.namespace });
-  const reaper = new OrphanReaper(deps, client, config.imagePool, log, config.reapIntervalMs);
+  deps.scope = await resolveScope(config, client);
+  const reaper = new OrphanReaper(deps, client, config.imagePool, log, config.reapIntervalMs, config.ownerRecordHorizonMs);
   deps.reportProgress = async (workflowId, progress) => {
     await client.workflow.getHandle(workflowId).signal(flattenProgressSignal, progress as never);
   };
