@@ -1,5 +1,5 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { omapList, omapRemove, omapSet } from '../src/ceph';
+import { laneKey, omapList, omapRemove, omapSet } from '../src/ceph';
 import type { SnapRequest } from '../src/ceph';
 import { FailureType } from '../src/model/failures';
 import { OWNER_OBJECT, decodeOwnerRecord, encodeOwnerRecord, ownerKey, parseOwnerKey } from '../src/model/owner-record';
@@ -46,9 +46,9 @@ export async function dropOwner(deps: ActivityDeps, source: RbdLocation, snap: s
 }
 
 /** rbd_snap_exists in the VM's lane; a timeout is a retryable failure of the calling activity. */
-export async function sourceSnapExists(deps: ActivityDeps, source: RbdLocation, snap: string): Promise<boolean> {
+export async function sourceSnapExists(deps: ActivityDeps, source: RbdLocation, snap: string, lane?: string): Promise<boolean> {
   try {
-    return await deps.snapshotter.snapExists(req(source, snap), { timeoutMs: SOURCE_CALL_MS });
+    return await deps.snapshotter.snapExists(req(source, snap), { timeoutMs: SOURCE_CALL_MS, lane });
   } catch (err) {
     throw ApplicationFailure.retryable(`snapshot lookup ${source.pool}/${source.image}@${snap}: ${(err as Error).message}`, FailureType.SourceCallTimeout);
   }
@@ -66,12 +66,19 @@ export async function removeSourceSnaps(
   o: { lateMayLand: boolean },
 ): Promise<string[]> {
   if (!snaps.length) return [];
-  const requests = snaps.map((s) => req(s.source, s.snap));
-  const r = await deps.snapshotter.removeSnaps(requests, { timeoutMs: SOURCE_CALL_MS });
+  // rbd_snap_exists reads the header; only a present snapshot is worth a removal request, which
+  // goes through the image's lock owner (README, "Calls on a live image").
+  const lane = laneKey(snaps.map((s) => req(s.source, s.snap))); // the VM's lane, whichever are present
+  const present: SnapRequest[] = [];
+  for (const s of snaps) {
+    if (await sourceSnapExists(deps, s.source, s.snap, lane)) present.push(req(s.source, s.snap));
+    // Absent, and a late one may still land: the record stays for the orphan reaper.
+    else if (!o.lateMayLand) await dropOwner(deps, s.source, s.snap);
+  }
+  if (!present.length) return [];
+  const r = await deps.snapshotter.removeSnaps(present, { timeoutMs: SOURCE_CALL_MS, lane });
   const name = (q: SnapRequest) => `${q.pool}/${q.image}@${q.snap}`;
-  for (const q of r.removed) await dropOwner(deps, q, q.snap);
-  // Absent, and a late one may still land: the record stays for the orphan reaper.
-  if (!o.lateMayLand) for (const q of r.absent) await dropOwner(deps, q, q.snap);
+  for (const q of [...r.removed, ...r.absent]) await dropOwner(deps, q, q.snap);
   const unsettled = [...r.failed.map((f) => `${name(f.request)}: ${f.error.message}`), ...[...r.mayCompleteLate, ...r.notSent].map((q) => `${name(q)}: no answer within ${SOURCE_CALL_MS} ms`)];
   if (unsettled.length) {
     throw ApplicationFailure.retryable(`removing source snapshots: ${unsettled.join('; ')}`, FailureType.SourceCallTimeout);

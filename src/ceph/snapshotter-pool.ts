@@ -19,6 +19,11 @@ export interface SnapshotterPoolOptions extends SnapshotterOptions {
   onLaneChildReady?: (slot: number, addrs: string) => void;
 }
 
+/** A call's bound, and its lane when the call names only some of a VM's disks (default: the images it names). */
+export interface LaneOptions extends BoundOptions {
+  lane?: string;
+}
+
 interface Lane {
   s: Snapshotter;
   slot: number;
@@ -54,25 +59,30 @@ export class SnapshotterPool {
     return all.filter((p): p is number => p !== undefined);
   }
 
+  /** The child pid of the lane these requests meet (tests). */
+  lanePid(requests: SnapRequest[]): number | undefined {
+    return this.lanes.get(laneKey(requests))?.s.pid;
+  }
+
   /** Lanes open now, by key. */
   get laneKeys(): string[] {
     return [...this.lanes.keys()];
   }
 
-  prepare(requests: SnapRequest[], o: BoundOptions): Promise<{ opened: SnapRequest[]; failed: SnapFailure[]; timedOut: boolean }> {
-    return this.onLane(requests, (s) => s.prepare(requests, o));
+  prepare(requests: SnapRequest[], o: LaneOptions): Promise<{ opened: SnapRequest[]; failed: SnapFailure[]; timedOut: boolean }> {
+    return this.onLane(o.lane ?? laneKey(requests), (s) => s.prepare(requests, o));
   }
 
-  createSnaps(requests: SnapRequest[], o: BoundOptions): Promise<CreateSnapsResult> {
-    return this.onLane(requests, (s) => s.createSnaps(requests, o));
+  createSnaps(requests: SnapRequest[], o: LaneOptions): Promise<CreateSnapsResult> {
+    return this.onLane(o.lane ?? laneKey(requests), (s) => s.createSnaps(requests, o));
   }
 
-  removeSnaps(requests: SnapRequest[], o: BoundOptions): Promise<RemoveSnapsResult> {
-    return this.onLane(requests, (s) => s.removeSnaps(requests, o));
+  removeSnaps(requests: SnapRequest[], o: LaneOptions): Promise<RemoveSnapsResult> {
+    return this.onLane(o.lane ?? laneKey(requests), (s) => s.removeSnaps(requests, o));
   }
 
-  snapExists(request: SnapRequest, o: BoundOptions): Promise<boolean> {
-    return this.onLane([request], (s) => s.snapExists(request, o));
+  snapExists(request: SnapRequest, o: LaneOptions): Promise<boolean> {
+    return this.onLane(o.lane ?? laneKey([request]), (s) => s.snapExists(request, o));
   }
 
   /** Blocklisting of killed children finished, in every lane (tests). */
@@ -90,8 +100,8 @@ export class SnapshotterPool {
     await Promise.all(all.map((s) => s.close()));
   }
 
-  private async onLane<T>(requests: SnapRequest[], fn: (s: Snapshotter) => Promise<T>): Promise<T> {
-    const lane = this.laneFor(laneKey(requests));
+  private async onLane<T>(key: string, fn: (s: Snapshotter) => Promise<T>): Promise<T> {
+    const lane = this.laneFor(key);
     lane.busy++;
     try {
       return await fn(lane.s);

@@ -80,6 +80,7 @@ interface Child {
 }
 
 const CHILD_GONE = 'snapshotter-child';
+const EVICT_GIVE_UP_MS = 35_000;
 
 function fromWire(e: WireError): RbdError {
   return new RbdError(e.errno, e.call);
@@ -311,12 +312,13 @@ export class Snapshotter {
       if (!exited || !addrs) return;
       const cluster = typeof evictWith === 'function' ? await evictWith().catch(() => undefined) : evictWith;
       if (!cluster) return;
-      try {
-        await cluster.blocklistAdd(addrs, 3600);
-        this.evictions.push({ addrs });
-      } catch (error) {
-        this.evictions.push({ addrs, error });
-      }
+      // Past osd_client_watch_timeout (30 s) the dead session's watches are gone anyway: a
+      // blocklist command that hangs longer (no monitor quorum) stops gating this lane.
+      const outcome = await Promise.race([
+        cluster.blocklistAdd(addrs, 3600).then(() => undefined, (error: unknown) => ({ error })),
+        sleep(EVICT_GIVE_UP_MS).then(() => ({ error: new RbdError(110, 'rados_blocklist_add') })),
+      ]);
+      this.evictions.push({ addrs, ...outcome });
     })();
   }
 
