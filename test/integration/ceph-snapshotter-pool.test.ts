@@ -80,7 +80,7 @@ describe('snapshotter pool: one child per VM in flight', () => {
     expect(bPid).toBeDefined();
 
     holderA.proc.kill('SIGSTOP');
-    let bDuring: number[] = [];
+    let bDuring: number[];
     try {
       const t0 = performance.now();
       const hung = pool.createSnaps([req(a, 'late')], { timeoutMs: 3000 });
