@@ -100,7 +100,7 @@ beforeAll(async () => {
   await ceph.rbd('clone', `${POOL}/${name('new')}@snap`, `${POOL}/${name('restored')}`);
   created.unshift(name('restored'));
   await ceph.rbd('flatten', '--no-progress', `${POOL}/${name('restored')}`);
-}, 120_000);
+}, 400_000);
 
 afterAll(async () => {
   for (const img of created) await ceph.removeImage(POOL, img); // child before its parent
