@@ -5,7 +5,7 @@ import type { RbdLocation } from '../src/model/types';
 import type { ActivityDeps } from './deps';
 import { ownedBy } from './clone';
 import { translating } from './failures';
-import { removeSourceSnap } from './finalize';
+import { removeSourceSnaps as removeSnaps } from './source-snaps';
 import { removeSnapIfPresent } from './snapshots';
 
 export interface RemoveImagesRequest {
@@ -50,16 +50,20 @@ export interface RemoveSnapsRequest {
   watchLateMs?: number;
 }
 
-/** Compensation: removes this run's source snapshots, and late-created ones within the watch. */
+/**
+ * Compensation: removes this run's source snapshots, and late-created ones within the watch
+ * (each call in the VM's snapshotter lane, bounded). After a timed-out snapshot (watchLateMs > 0)
+ * an absent snapshot keeps its owner record past the watch: the orphan reaper removes one that
+ * lands later still.
+ */
 export function removeSourceSnaps(deps: ActivityDeps) {
   return async function removeSourceSnaps(req: RemoveSnapsRequest): Promise<{ removed: string[] }> {
     const removed: string[] = [];
+    const ours = req.snaps.filter((s) => s.snap.startsWith(SNAP_PREFIX)); // never a snapshot vmsnap did not name
+    const lateMayLand = (req.watchLateMs ?? 0) > 0;
     const until = Date.now() + (req.watchLateMs ?? 0);
     for (;;) {
-      for (const { source, snap } of req.snaps) {
-        if (!snap.startsWith(SNAP_PREFIX)) continue; // never a snapshot vmsnap did not name
-        if (await removeSourceSnap(deps, source, snap)) removed.push(`${source.pool}/${source.image}@${snap}`);
-      }
+      removed.push(...(await removeSnaps(deps, ours, { lateMayLand })));
       if (Date.now() >= until) break;
       heartbeat({ removed });
       await new Promise((r) => setTimeout(r, 1000));

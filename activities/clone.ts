@@ -1,6 +1,8 @@
 import { cloneImage, imageExists, openImage, removeImage } from '../src/ceph';
 import type { Image } from '../src/ceph';
 import { M } from '../src/host/metrics';
+import { IDENTITY_META, identityMetadata } from '../src/model/identity';
+import type { RunScope } from '../src/model/identity';
 import { META } from '../src/model/types';
 import type { RbdLocation } from '../src/model/types';
 import type { ActivityDeps } from './deps';
@@ -9,6 +11,8 @@ import { translating } from './failures';
 export interface CloneRequest {
   workflowId: string;
   domain: string;
+  /** The VM's libvirt UUID: retention matches on it, not on the name. */
+  domainUuid?: string;
   target: string;
   source: RbdLocation;
   snap: string;
@@ -52,14 +56,14 @@ export async function createClone(deps: ActivityDeps, req: CloneRequest): Promis
   );
   const img = await openImage(childIo, req.image.image);
   try {
-    await writeOwnership(img, req);
+    await writeOwnership(img, req, deps.scope);
   } finally {
     await img.close();
   }
   deps.metrics.inc('vmsnap_clones_total');
 }
 
-async function writeOwnership(img: Image, req: CloneRequest): Promise<void> {
+async function writeOwnership(img: Image, req: CloneRequest, scope: RunScope): Promise<void> {
   // rbd_clone copies the parent's image metadata. A VM restored from a vmsnap image carries that
   // image's vmsnap.* keys (schedule label, flatten marker...): none of them describe this image.
   for (const key of Object.keys(await img.metadataList())) {
@@ -70,6 +74,9 @@ async function writeOwnership(img: Image, req: CloneRequest): Promise<void> {
   await img.metadataSet(META.image, `${req.image.pool}/${req.image.image}`);
   await img.metadataSet(META.workflowId, req.workflowId);
   await img.metadataSet(META.domain, req.domain);
+  const identity = identityMetadata(req.domainUuid ?? '', scope);
+  if (!req.domainUuid) delete identity[IDENTITY_META.domainUuid];
+  for (const [k, v] of Object.entries(identity)) await img.metadataSet(k, v);
   await img.metadataSet(META.source, `${req.source.pool}/${req.source.image}@${req.snap}`);
   await img.metadataSet(META.createdAt, new Date().toISOString());
   await img.metadataSet(META.state, 'cloned');

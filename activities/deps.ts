@@ -1,5 +1,6 @@
 import type { LibvirtClient } from '../src/libvirt';
-import type { IoCtx, RadosCluster, Snapshotter } from '../src/ceph';
+import type { IoCtx, OmapCliOptions, RadosCluster, SnapshotterPool } from '../src/ceph';
+import type { RunScope } from '../src/model/identity';
 import type { FreezeGuard } from '../src/host/freeze-guard';
 import type { Metrics } from '../src/host/metrics';
 import type { Logger } from '../src/worker/logger';
@@ -16,7 +17,12 @@ export interface ActivityDeps {
   libvirtStatusDir: string;
   rados(): Promise<RadosCluster>;
   ioctx(pool: string, namespace?: string): Promise<IoCtx>;
-  snapshotter: Snapshotter;
+  /** Every librbd call on a live source image goes here: bounded, in a child process per VM. */
+  snapshotter: SnapshotterPool;
+  /** The `rados` CLI's connection options: owner records (omap), bounded per call. */
+  radosCli: OmapCliOptions;
+  /** This worker's Temporal namespace and fleet: recorded on everything it makes, matched before removal. */
+  scope: RunScope;
   guard: FreezeGuard;
   metrics: Metrics;
   log: Logger;

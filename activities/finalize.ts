@@ -1,12 +1,13 @@
+import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { openImage } from '../src/ceph';
 import { FailureType } from '../src/model/failures';
 import { IMAGE_SNAP } from '../src/model/naming';
-import { META, snapDoneKey, snapOwnerKey } from '../src/model/types';
+import { META } from '../src/model/types';
 import type { RbdLocation } from '../src/model/types';
 import type { ActivityDeps } from './deps';
 import { translating } from './failures';
-import { removeSnapIfPresent } from './snapshots';
+import { readOwner, recordOwner, removeSourceSnaps } from './source-snaps';
 
 export interface FinalizeRequest {
   source: RbdLocation;
@@ -19,18 +20,21 @@ export interface FinalizeRequest {
 /**
  * Image mode: the flattened image gets the protected snapshot `snap` (the layout Glance's RBD
  * store expects) and is marked complete; the temporary source snapshot is removed. Snapshot-only
- * mode: the source snapshot is kept and marked complete on the source image's metadata.
+ * mode: the source snapshot is kept and marked complete in its owner record.
  */
 export function finalizeDisk(deps: ActivityDeps) {
   return async function finalizeDisk(req: FinalizeRequest): Promise<{ bytes?: number; sha256?: string }> {
     if (!req.image) {
-      const io = await deps.ioctx(req.source.pool, req.source.namespace);
-      const src = await translating('open source image', () => openImage(io, req.source.image));
-      try {
-        await src.metadataSet(snapDoneKey(req.snap), JSON.stringify({ quiesced: req.quiesced, at: new Date().toISOString() }));
-      } finally {
-        await src.close();
-      }
+      // The kept snapshot's record says so (not image metadata: that write goes through the VM's QEMU).
+      const rec = await readOwner(deps, req.source, req.snap);
+      await recordOwner(deps, req.source, req.snap, {
+        workflowId: rec?.workflowId ?? Context.current().info.workflowExecution?.workflowId ?? '', // prepare wrote it; a record lost since is rewritten
+        ...deps.scope,
+        ...(rec?.domainUuid ? { domainUuid: rec.domainUuid } : {}),
+        recordedAt: rec?.recordedAt ?? new Date().toISOString(),
+        state: 'kept',
+        quiesced: req.quiesced,
+      });
       return {};
     }
     const io = await deps.ioctx(req.image.pool, req.image.namespace);
@@ -46,7 +50,7 @@ export function finalizeDisk(deps: ActivityDeps) {
     } finally {
       await img.close();
     }
-    await removeSourceSnap(deps, req.source, req.snap);
+    await removeSourceSnaps(deps, [{ source: req.source, snap: req.snap }], { lateMayLand: false });
     return { bytes, ...(sha256 ? { sha256 } : {}) };
   };
 }
@@ -68,20 +72,5 @@ async function verifyContent(deps: ActivityDeps, req: FinalizeRequest): Promise<
   } finally {
     await src.close();
     await dst.close();
-  }
-}
-
-/** Removes one of vmsnap's own source snapshots; a missing one is already gone. */
-export async function removeSourceSnap(deps: ActivityDeps, source: RbdLocation, snap: string): Promise<boolean> {
-  const io = await deps.ioctx(source.pool, source.namespace);
-  const src = await translating('open source image', () => openImage(io, source.image));
-  try {
-    await src.metadataRemove(snapDoneKey(snap)).catch(() => undefined);
-    const existed = await translating('remove source snapshot', () => removeSnapIfPresent(src, snap));
-    // Last: while the owner key is there, the orphan reaper can still find a half-removed snapshot.
-    await src.metadataRemove(snapOwnerKey(snap)).catch(() => undefined);
-    return existed;
-  } finally {
-    await src.close();
   }
 }

@@ -1,35 +1,25 @@
-import { openImage } from '../src/ceph';
-import { snapOwnerKey } from '../src/model/types';
 import type { RbdLocation } from '../src/model/types';
 import type { ActivityDeps } from './deps';
-import { translating } from './failures';
-import { removeSourceSnap } from './finalize';
+import { recordOwner, removeSourceSnaps } from './source-snaps';
 
 export interface PrepareRequest {
   workflowId: string;
   snaps: { source: RbdLocation; snap: string }[];
   timeoutMs: number;
+  /** Recorded in the owner records when given. */
+  domainUuid?: string;
 }
 
 /**
  * Everything that can happen before the freeze, so the window holds only freeze → snapshot →
- * thaw: remove snapshots a dead earlier attempt of this run left under its names, record this
- * workflow as the owner of the snapshots about to be taken (for the orphan reaper), and have the
- * snapshotter open the images now rather than inside the window.
+ * thaw: have the VM's snapshotter lane open the images now rather than inside the window, remove
+ * snapshots a dead earlier attempt of this run left under its names, and record this workflow as
+ * the owner of the snapshots about to be taken (for the orphan reaper). No librbd call here runs
+ * in the worker's session: the lane's calls are bounded and killable, the record is an omap
+ * entry of a vmsnap-owned object, not image metadata (which would go through the VM's QEMU).
  */
 export function prepareSnapshots(deps: ActivityDeps) {
   return async function prepareSnapshots(req: PrepareRequest): Promise<{ removedStale: string[] }> {
-    const removedStale: string[] = [];
-    for (const { source, snap } of req.snaps) {
-      if (await removeSourceSnap(deps, source, snap)) removedStale.push(`${source.pool}/${source.image}@${snap}`);
-      const io = await deps.ioctx(source.pool, source.namespace);
-      const img = await translating('open source image', () => openImage(io, source.image));
-      try {
-        await translating('record snapshot owner', () => img.metadataSet(snapOwnerKey(snap), req.workflowId));
-      } finally {
-        await img.close();
-      }
-    }
     // Best effort: a failure here only means the snapshot opens the image inside the window.
     await deps.snapshotter
       .prepare(
@@ -37,6 +27,18 @@ export function prepareSnapshots(deps: ActivityDeps) {
         { timeoutMs: req.timeoutMs },
       )
       .catch(() => undefined);
+    // The stale snapshots' records are rewritten below: a late one keeps an owner either way.
+    const removedStale = await removeSourceSnaps(deps, req.snaps, { lateMayLand: true });
+    const recordedAt = new Date().toISOString();
+    for (const { source, snap } of req.snaps) {
+      await recordOwner(deps, source, snap, {
+        workflowId: req.workflowId,
+        ...deps.scope,
+        ...(req.domainUuid ? { domainUuid: req.domainUuid } : {}),
+        recordedAt,
+        state: 'pending',
+      });
+    }
     return { removedStale };
   };
 }

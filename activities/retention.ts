@@ -4,6 +4,8 @@ import type { IoCtx } from '../src/ceph';
 import { IMAGE_SNAP } from '../src/model/naming';
 import { planRetention } from '../src/model/retention';
 import type { RetentionImage, RetentionPolicy, RetentionResult } from '../src/model/retention';
+import { sameVm } from '../src/model/identity';
+import type { RunScope } from '../src/model/identity';
 import { META } from '../src/model/types';
 import type { ActivityDeps } from './deps';
 import { translating } from './failures';
@@ -14,6 +16,11 @@ export interface RetentionRequest {
   scheduleId: string;
   /** Domain name as recorded in vmsnap.domain. */
   domain: string;
+  /**
+   * The VM's libvirt UUID: only its images are considered (a recreated VM of the same name has
+   * another). Absent only in a retry of an activity scheduled before UUIDs were recorded.
+   */
+  domainUuid?: string;
   policy: RetentionPolicy;
   /** The images this run just made: never pruned, whatever their metadata says. */
   keepImages: string[];
@@ -28,13 +35,13 @@ export interface RetentionRequest {
 export function applyRetention(deps: ActivityDeps) {
   return async function applyRetention(req: RetentionRequest): Promise<RetentionResult> {
     const io = await translating(`open pool ${req.pool}`, () => deps.ioctx(req.pool));
-    const owned = await scheduleImages(io, req);
+    const owned = await scheduleImages(io, req, deps.scope);
     const plan = planRetention(owned, req.policy, Date.now(), { pinned: req.keepImages });
     const pruned: string[] = [];
     const skipped: RetentionResult['skipped'] = [];
     for (const name of plan.prune) {
       heartbeat({ pruned });
-      const why = await pruneImage(io, name, req);
+      const why = await pruneImage(deps, io, name, req);
       if (why) skipped.push({ image: name, reason: why });
       else pruned.push(name);
     }
@@ -43,28 +50,28 @@ export function applyRetention(deps: ActivityDeps) {
 }
 
 /** The images this schedule made for this domain, read from their RBD metadata. */
-async function scheduleImages(io: IoCtx, req: RetentionRequest): Promise<RetentionImage[]> {
+async function scheduleImages(io: IoCtx, req: RetentionRequest, scope: RunScope): Promise<RetentionImage[]> {
   const names = await translating(`list images in ${req.pool}`, () => listImages(io));
   const out: RetentionImage[] = [];
   for (const name of names) {
     const meta = await readMetadata(io, name);
-    if (!meta || !isOurs(meta, req, name)) continue;
+    if (!meta || !isOurs(meta, req, name, scope)) continue;
     out.push({ name, createdAt: meta[META.createdAt] ?? '', state: meta[META.state] ?? '', run: meta[META.workflowId] });
   }
   return out;
 }
 
 /**
- * vmsnap made it, for this schedule and domain — and as this very image: rbd_clone copies image
- * metadata, so a clone someone made of one of our images carries all of these keys but names its
- * parent in vmsnap.image.
+ * vmsnap made it, in this namespace and fleet, for this schedule and this very VM (by UUID) —
+ * and as this very image: rbd_clone copies image metadata, so a clone someone made of one of our
+ * images carries all of these keys but names its parent in vmsnap.image.
  */
-function isOurs(meta: Record<string, string>, req: RetentionRequest, name: string): boolean {
+function isOurs(meta: Record<string, string>, req: RetentionRequest, name: string, scope: RunScope): boolean {
   return (
     meta[META.owner] === 'vmsnap' &&
     meta[META.image] === `${req.pool}/${name}` &&
     meta[`${META.labelPrefix}schedule`] === req.scheduleId &&
-    meta[META.domain] === req.domain
+    sameVm(meta, { domain: req.domain, domainUuid: req.domainUuid, scope })
   );
 }
 
@@ -85,7 +92,7 @@ async function readMetadata(io: IoCtx, name: string): Promise<Record<string, str
 }
 
 /** Unprotect + remove `snap`, then remove the image. Returns why it was left alone, if it was. */
-async function pruneImage(io: IoCtx, name: string, req: RetentionRequest): Promise<string | undefined> {
+async function pruneImage(deps: ActivityDeps, io: IoCtx, name: string, req: RetentionRequest): Promise<string | undefined> {
   let img;
   try {
     img = await openImage(io, name);
@@ -95,7 +102,7 @@ async function pruneImage(io: IoCtx, name: string, req: RetentionRequest): Promi
   }
   try {
     // Re-read ownership: the plan is over a listing, and a name can be reused between the two.
-    if (!isOurs(await img.metadataList(), req, name)) return 'no longer owned by this schedule';
+    if (!isOurs(await img.metadataList(), req, name, deps.scope)) return 'no longer owned by this schedule';
     const parent = await img.parent();
     if (parent) return `is a clone of ${parent.pool}/${parent.image}@${parent.snap} (vmsnap prunes only flattened images)`;
     const snaps = await img.listSnaps();

@@ -1,10 +1,11 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { imageExists, openImage } from '../src/ceph';
+import { imageExists, laneKey, openImage } from '../src/ceph';
 import { FailureType } from '../src/model/failures';
-import { META, snapDoneKey } from '../src/model/types';
+import { META } from '../src/model/types';
 import type { DiskPlan } from '../src/model/types';
 import type { ActivityDeps } from './deps';
 import { translating } from './failures';
+import { readOwner, sourceSnapExists } from './source-snaps';
 
 export interface TargetsRequest {
   workflowId: string;
@@ -30,13 +31,14 @@ export function checkTargets(deps: ActivityDeps) {
     const staleImages: DiskPlan[] = [];
     const staleSnaps: DiskPlan[] = [];
     let finished = 0;
+    const lane = laneKey(req.disks.map((d) => ({ ...d.source, snap: d.sourceSnap }))); // the VM's snapshotter lane
     for (const d of req.disks) {
       if (d.image) {
         if (await imageDone(deps, d, req.workflowId, staleImages)) finished++;
-        else if ((await sourceSnapState(deps, d)).exists) staleSnaps.push(d);
+        else if ((await sourceSnapState(deps, d, lane)).exists) staleSnaps.push(d);
       } else {
-        // Snapshot-only: the kept snapshot is the result; one open tells both whether it exists and is done.
-        const src = await sourceSnapState(deps, d);
+        // Snapshot-only: the kept snapshot is the result, marked done in its owner record.
+        const src = await sourceSnapState(deps, d, lane);
         if (src.done) finished++;
         else if (src.exists) staleSnaps.push(d);
       }
@@ -67,14 +69,11 @@ async function imageDone(deps: ActivityDeps, d: DiskPlan, workflowId: string, st
   }
 }
 
-/** Whether this run's snapshot exists on the source image, and whether it was marked finished. */
-async function sourceSnapState(deps: ActivityDeps, d: DiskPlan): Promise<{ exists: boolean; done: boolean }> {
-  const io = await deps.ioctx(d.source.pool, d.source.namespace);
-  const img = await translating('open source image', () => openImage(io, d.source.image));
-  try {
-    const exists = await img.snapExists(d.sourceSnap);
-    return { exists, done: exists && (await img.metadataGet(snapDoneKey(d.sourceSnap))) !== null };
-  } finally {
-    await img.close();
-  }
+/**
+ * Whether this run's snapshot exists on the source image (in the VM's snapshotter lane: no
+ * librbd call in the worker's session), and whether its owner record marks it a kept result.
+ */
+async function sourceSnapState(deps: ActivityDeps, d: DiskPlan, lane: string): Promise<{ exists: boolean; done: boolean }> {
+  const exists = await sourceSnapExists(deps, d.source, d.sourceSnap, lane);
+  return { exists, done: exists && (await readOwner(deps, d.source, d.sourceSnap))?.state === 'kept' };
 }

@@ -9,9 +9,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
-import { openImage } from '../src/ceph';
+import { omapRemove, openImage } from '../src/ceph';
 import type { SnapshotRequest } from '../src/model/input';
-import { snapDoneKey } from '../src/model/types';
+import { cephTestEnv } from '../src/ceph/testing';
+import { OWNER_OBJECT, ownerKey } from '../src/model/owner-record';
 import type { SnapshotResult } from '../src/model/types';
 import type { consistentSnapshot } from '../workflows';
 import { nowMs } from './clock';
@@ -40,18 +41,18 @@ export async function runSnapshotWorkflow(client: Client, taskQueue: string, req
   return { result, e2eMs: endMs - startMs, startMs, endMs };
 }
 
-/** Removes what a snapshot-only run kept: the source snapshot and its "done" metadata key. */
+/** Removes what a snapshot-only run kept: the source snapshot and its owner record. */
 export async function removeKeptSnapshots(ctx: LabContext, result: SnapshotResult): Promise<void> {
   for (const d of result.disks) {
     const m = /^([^/]+)\/([^@]+)@(.+)$/.exec(d.snapshot);
     if (!m) continue;
     const img = await openImage(await ctx.ioctx(m[1]!), m[2]!);
     try {
-      await img.metadataRemove(snapDoneKey(m[3]!)).catch(() => undefined);
       await removeSnapIfAny(img, m[3]!);
     } finally {
       await img.close();
     }
+    await omapRemove(cephTestEnv(), { pool: m[1]!, object: OWNER_OBJECT }, ownerKey(m[2]!, m[3]!));
   }
 }
 

@@ -56,6 +56,13 @@ export const ConfigSchema = z.strictObject({
   sweepIntervalMs: z.number().int().min(500).max(3600_000).default(5000),
   /** How often the worker looks for leftovers of runs that ended uncompensated (terminated). */
   reapIntervalMs: z.number().int().min(500).max(24 * 3600_000).default(60_000),
+  /**
+   * Recorded on everything the worker makes, with the namespace; the reaper and retention act only
+   * on their own fleet's. Default: the Temporal namespace's id (a UUID per namespace registration).
+   */
+  fleetId: z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/, 'fleetId: letters, digits, . _ : - (1-128)').optional(),
+  /** How long the reaper keeps the owner record of an absent snapshot, for one that lands late. */
+  ownerRecordHorizonMs: z.number().int().min(1000).max(30 * 24 * 3600_000).default(3600_000),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;
@@ -107,6 +114,8 @@ export function fromEnv(env: NodeJS.ProcessEnv): ConfigOverrides {
     bulkConcurrency: num(env.VMSNAP_BULK_CONCURRENCY),
     sweepIntervalMs: num(env.VMSNAP_SWEEP_INTERVAL_MS),
     reapIntervalMs: num(env.VMSNAP_REAP_INTERVAL_MS),
+    fleetId: env.VMSNAP_FLEET_ID,
+    ownerRecordHorizonMs: num(env.VMSNAP_OWNER_RECORD_HORIZON_MS),
   }) as ConfigOverrides;
 }
 

@@ -140,6 +140,7 @@ async function copyDisk(
   const req = {
     workflowId,
     domain: plan.domain.name,
+    domainUuid: plan.domain.uuid,
     target: d.target,
     source: d.source,
     snap: d.sourceSnap,

@@ -23,7 +23,7 @@ export async function applyRetentionPolicy(
   const keepImages = plan.disks.flatMap((d) => (d.image ? [d.image.image] : []));
   try {
     const r = await retention().applyRetention.executeWithOptions({ summary: `retention of schedule ${scheduleId}` }, [
-      { pool: input.target.pool, scheduleId, domain: plan.domain.name, policy, keepImages },
+      { pool: input.target.pool, scheduleId, domain: plan.domain.name, domainUuid: plan.domain.uuid, policy, keepImages },
     ]);
     return { ...result, retention: r };
   } catch (err) {

@@ -23,4 +23,6 @@ export {
   Snapshotter, type SnapRequest, type SnapshotterOptions, type BoundOptions,
   type CreateSnapsResult, type RemoveSnapsResult, type SnapFailure,
 } from './snapshotter';
+export { SnapshotterPool, laneKey, type SnapshotterPoolOptions, type LaneOptions } from './snapshotter-pool';
+export { omapSet, omapRemove, omapList, type OmapTarget, type OmapCliOptions } from './omap-cli';
 export { rbdVersion, addonThreadStats, addonHandleCounts, releaseFreedMemory, addonDrained } from './version';

@@ -80,6 +80,7 @@ interface Child {
 }
 
 const CHILD_GONE = 'snapshotter-child';
+const EVICT_GIVE_UP_MS = 35_000;
 
 function fromWire(e: WireError): RbdError {
   return new RbdError(e.errno, e.call);
@@ -172,7 +173,7 @@ export class Snapshotter {
 
   /** Disconnects the child, which then shuts its connection down and exits. */
   async close(): Promise<void> {
-    await this.evicting;
+    await Promise.race([this.evicting, sleep(5000)]);
     const c = this.child;
     this.child = undefined;
     if (!c?.alive) return;
@@ -189,18 +190,24 @@ export class Snapshotter {
 
   private async runBatch(op: SnapOp, requests: SnapRequest[], timeoutMs: number) {
     const answered: { request: SnapRequest; reply: Reply }[] = [];
-    await this.evicting; // a killed child's session is fenced before anything touches its images
-    const c = this.ensureChild();
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<'timeout'>((resolve) => {
       timer = setTimeout(() => resolve('timeout'), timeoutMs);
     });
+    // A killed child's session is fenced before anything touches its images — but within this
+    // call's bound: a blocklist command that hangs (monitor quorum lost) must not wedge the call.
+    const fenced = await Promise.race([this.evicting.then(() => 'fenced' as const), deadline]);
+    if (fenced === 'timeout') {
+      clearTimeout(timer);
+      return { answered, unanswered: [] as SnapRequest[], notSent: requests, timedOut: true };
+    }
+    const c = this.ensureChild();
     this.ref(c);
     try {
       // A child that cannot start (bad conf, auth) rejects here with its RbdError.
       const ready = await Promise.race([c.ready.then(() => 'ready' as const), deadline]);
       if (ready === 'timeout') {
-        await this.abandon(c);
+        this.abandon(c);
         return { answered, unanswered: [], notSent: requests, timedOut: true };
       }
       const pending = new Set<SnapRequest>(requests);
@@ -214,7 +221,7 @@ export class Snapshotter {
         }),
       );
       const outcome = await Promise.race([all.then(() => 'done' as const), deadline]);
-      if (outcome === 'timeout') await this.abandon(c);
+      if (outcome === 'timeout') this.abandon(c);
       return { answered, unanswered: [...pending], notSent: [], timedOut: outcome === 'timeout' };
     } finally {
       clearTimeout(timer);
@@ -289,26 +296,29 @@ export class Snapshotter {
 
   /**
    * SIGKILL: the child's librados session goes with it, before it can break anyone's lock.
-   * Then, with `evictWith`, fence the dead session so its watches go at once.
+   * Then, with `evictWith`, fence the dead session so its watches go at once — in the
+   * background, so the bounded call returns now; this Snapshotter's next batch waits for it
+   * (within that batch's own bound).
    */
-  private async abandon(c: Child): Promise<void> {
+  private abandon(c: Child): void {
     this.kill(c);
-    const exited = await Promise.race([c.exited.then(() => true), sleep(2000).then(() => false)]);
-    const addrs = c.addrs;
-    if (!exited || !this.options.evictWith || !addrs) return;
     const evictWith = this.options.evictWith;
-    const cluster = typeof evictWith === 'function' ? await evictWith().catch(() => undefined) : evictWith;
-    if (!cluster) return;
-    // In the background, so the bounded call returns now; the next batch waits for it.
+    if (!evictWith) return;
     const previous = this.evicting;
     this.evicting = (async () => {
       await previous;
-      try {
-        await cluster.blocklistAdd(addrs, 3600);
-        this.evictions.push({ addrs });
-      } catch (error) {
-        this.evictions.push({ addrs, error });
-      }
+      const exited = await Promise.race([c.exited.then(() => true), sleep(2000).then(() => false)]);
+      const addrs = c.addrs;
+      if (!exited || !addrs) return;
+      const cluster = typeof evictWith === 'function' ? await evictWith().catch(() => undefined) : evictWith;
+      if (!cluster) return;
+      // Past osd_client_watch_timeout (30 s) the dead session's watches are gone anyway: a
+      // blocklist command that hangs longer (no monitor quorum) stops gating this lane.
+      const outcome = await Promise.race([
+        cluster.blocklistAdd(addrs, 3600).then(() => undefined, (error: unknown) => ({ error })),
+        sleep(EVICT_GIVE_UP_MS).then(() => ({ error: new RbdError(110, 'rados_blocklist_add') })),
+      ]);
+      this.evictions.push({ addrs, ...outcome });
     })();
   }
 

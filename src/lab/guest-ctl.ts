@@ -8,6 +8,7 @@
  * another id are stale answers to an earlier client that gave up, and are skipped.
  */
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { join } from 'node:path';
 
@@ -142,4 +143,15 @@ if (require.main === module) {
       process.exit(2);
     },
   );
+}
+
+/**
+ * The pid of this lab's QEMU for `guest`, from libvirt's pid file. Never look it up by process
+ * name: other labs on the machine run guests of the same name (network namespaces do not
+ * separate pids), and a SIGSTOP must hit only this lab's.
+ */
+export function labQemuPid(libvirtLabDir: string, guest: string): number {
+  const pid = Number(readFileSync(join(libvirtLabDir, 'run', 'qemu', `${guest}.pid`), 'utf8').trim());
+  if (!Number.isInteger(pid) || pid <= 1) throw new Error(`no QEMU pid for ${guest} in ${libvirtLabDir}`);
+  return pid;
 }

@@ -45,5 +45,7 @@ export const FailureType = {
   /** librados/librbd or libvirtd is unreachable; retryable. */
   Unavailable: 'Unavailable',
   PermissionDenied: 'PermissionDenied',
+  /** A bounded call on a live source image (snapshot lookup/removal) got no answer in time; retryable. */
+  SourceCallTimeout: 'SourceCallTimeout',
 } as const;
 export type FailureType = (typeof FailureType)[keyof typeof FailureType];

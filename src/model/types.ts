@@ -167,17 +167,3 @@ export interface FlattenProgress {
   done: number;
   total: number;
 }
-
-/** Source-image metadata key marking a kept (snapshot-only) snapshot as finished, with its result. */
-export function snapDoneKey(snap: string): string {
-  return `vmsnap.done.${snap}`;
-}
-
-/**
- * Source-image metadata key naming the workflow that owns one of vmsnap's snapshots, written
- * before the freeze. Lets the orphan reaper find snapshots of runs that were terminated (and so
- * never compensated), even when the snapshot name carries only a hash of the workflow id.
- */
-export function snapOwnerKey(snap: string): string {
-  return `vmsnap.snap-owner.${snap}`;
-}

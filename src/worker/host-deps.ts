@@ -1,5 +1,6 @@
 import { LibvirtClient } from '../libvirt';
-import { RadosCluster, Snapshotter } from '../ceph';
+import { RadosCluster, SnapshotterPool } from '../ceph';
+import type { RunScope } from '../model/identity';
 import type { IoCtx } from '../ceph';
 import type { ActivityDeps } from '../../activities';
 import { readOnlyLibvirtUri } from '../config';
@@ -18,19 +19,26 @@ export interface HostDeps extends ActivityDeps {
 /**
  * The host's long-lived connections: two libvirt connections (read-only for inspection,
  * read-write for the guest agent; both reconnect by themselves), one rados cluster handle with an
- * ioctx per pool, and the snapshotter process. Opened lazily so a worker starts even while
+ * ioctx per pool, and the snapshotter processes (one per VM in flight). Opened lazily so a worker starts even while
  * libvirtd or Ceph is briefly away.
  */
-export function createHostDeps(config: Config, metrics = new Metrics(), log: Logger = jsonLogger({ host: config.host })): HostDeps {
+export function createHostDeps(
+  config: Config,
+  metrics = new Metrics(),
+  log: Logger = jsonLogger({ host: config.host }),
+  // The worker replaces the cluster with the namespace id (resolveScope) before any activity runs.
+  scope: RunScope = { namespace: config.temporal.namespace, cluster: config.fleetId ?? 'unresolved' },
+): HostDeps {
   const pools = new Map<string, Promise<IoCtx>>();
   const cephOpts = { conf: config.ceph.conf, id: config.ceph.id, keyring: config.ceph.keyring };
   // evictWith: a killed snapshotter's dead session is fenced at once, so a snapshot it left with a
   // hung lock owner appears (and is removed) promptly instead of ~30 s later.
   const fence = new SessionFence(config.stateDir);
-  const snapshotter = new Snapshotter({
+  // A child per VM in flight (lanes): one VM's hung lock owner never kills another VM's call.
+  const snapshotter = new SnapshotterPool({
     ...cephOpts,
     evictWith: () => cluster(),
-    onChildReady: (addrs) => void fence.record('snapshotter', addrs).catch(() => undefined),
+    onLaneChildReady: (slot, addrs) => void fence.record(`snapshotter-${slot}`, addrs).catch(() => undefined),
   });
   const guard = new FreezeGuard({ libvirtUri: config.libvirt.uri, stateDir: config.stateDir, log: (m, f) => log.error(m, f) });
 
@@ -57,6 +65,8 @@ export function createHostDeps(config: Config, metrics = new Metrics(), log: Log
     rados: cluster,
     ioctx,
     snapshotter,
+    radosCli: { ...cephOpts, timeoutMs: 10_000 },
+    scope,
     guard,
     metrics,
     log,

@@ -2,9 +2,12 @@ import type { Client } from '@temporalio/client';
 import { imageExists, listImages, openImage, removeImage } from '../ceph';
 import { parseDomainXml } from '../libvirt';
 import { IMAGE_SNAP, SNAP_PREFIX } from '../model/naming';
-import { META, snapDoneKey, snapOwnerKey } from '../model/types';
+import { inScope } from '../model/identity';
+import { reaperAction } from '../model/owner-record';
+import { META } from '../model/types';
 import type { ActivityDeps } from '../../activities';
 import { removeSnapIfPresent } from '../../activities/snapshots';
+import { dropOwner, listOwners, removeSourceSnaps, sourceSnapExists } from '../../activities/source-snaps';
 import type { Logger } from './logger';
 
 /**
@@ -26,6 +29,8 @@ export class OrphanReaper {
     private readonly imagePool: string,
     private readonly log: Logger,
     private readonly intervalMs: number,
+    /** How long an absent snapshot's owner record is kept for a late arrival (see mayDropAbsent). */
+    private readonly horizonMs: number,
   ) {}
 
   start(): void {
@@ -72,6 +77,8 @@ export class OrphanReaper {
       try {
         const meta = await img.metadataList();
         if (meta[META.owner] !== 'vmsnap' || meta[META.state] === 'complete') continue;
+        // Another namespace's or fleet's run is not ours to judge: its workflow id means nothing here.
+        if (!inScope(meta, this.deps.scope)) continue;
         if (meta[META.image] !== undefined && meta[META.image] !== `${this.imagePool}/${name}`) continue;
         workflowId = meta[META.workflowId] ?? null;
         if (!workflowId || (await isRunning(workflowId))) continue;
@@ -87,29 +94,38 @@ export class OrphanReaper {
     return removed;
   }
 
+  /**
+   * The owner records (omap of the pool's vmsnap object) of snapshots on this host's domains'
+   * disks. Each call on a source image runs in that VM's snapshotter lane, bounded; nothing here
+   * touches a live image from the worker's own session.
+   */
   private async reapSnaps(isRunning: (id: string) => Promise<boolean>): Promise<string[]> {
     const lv = await this.deps.libvirt();
-    const removed: string[] = [];
+    const disks = new Map<string, Set<string>>(); // pool/namespace → images of this host's domains
     for (const dom of await lv.listDomains()) {
-      const info = parseDomainXml(await lv.getDomainXml(dom));
-      for (const disk of info.disks) {
+      for (const disk of parseDomainXml(await lv.getDomainXml(dom)).disks) {
         if (!disk.rbd || disk.rbd.snapshot) continue;
-        const io = await this.deps.ioctx(disk.rbd.pool, disk.rbd.namespace).catch(() => undefined);
-        if (!io) continue;
-        const img = await openImage(io, disk.rbd.image).catch(() => undefined);
-        if (!img) continue;
-        try {
-          const meta = await img.metadataList();
-          for (const snap of await img.listSnaps()) {
-            if (!snap.name.startsWith(SNAP_PREFIX)) continue;
-            const owner = meta[snapOwnerKey(snap.name)];
-            if (!owner || meta[snapDoneKey(snap.name)] !== undefined || (await isRunning(owner))) continue;
-            await removeSnapIfPresent(img, snap.name);
-            await img.metadataRemove(snapOwnerKey(snap.name));
-            removed.push(`${disk.rbd.pool}/${disk.rbd.image}@${snap.name} (workflow ${owner})`);
-          }
-        } finally {
-          await img.close();
+        const key = `${disk.rbd.pool}/${disk.rbd.namespace ?? ''}`;
+        disks.set(key, (disks.get(key) ?? new Set()).add(disk.rbd.image));
+      }
+    }
+    const removed: string[] = [];
+    for (const [key, images] of disks) {
+      const [pool, ns] = key.split('/');
+      const loc = { pool, ...(ns ? { namespace: ns } : {}) };
+      for (const { image, snap, record } of await listOwners(this.deps, loc)) {
+        if (!record || !images.has(image) || !snap.startsWith(SNAP_PREFIX)) continue;
+        const base = { scope: this.deps.scope, now: Date.now(), horizonMs: this.horizonMs, snapExists: false };
+        // Cheap checks first: out of scope, kept, or still running needs no call on the image.
+        if (reaperAction(record, { ...base, runOpen: false, snapExists: true }) === 'leave') continue;
+        if (await isRunning(record.workflowId)) continue;
+        const source = { ...loc, image };
+        const action = reaperAction(record, { ...base, runOpen: false, snapExists: await sourceSnapExists(this.deps, source, snap) });
+        if (action === 'remove-snapshot') {
+          await removeSourceSnaps(this.deps, [{ source, snap }], { lateMayLand: false });
+          removed.push(`${pool}/${image}@${snap} (workflow ${record.workflowId})`);
+        } else if (action === 'drop-record') {
+          await dropOwner(this.deps, source, snap);
         }
       }
     }

@@ -16,6 +16,7 @@ import { lockStateDir } from '../host/state-dir-lock';
 import { untilConnected } from './until-connected';
 import { Sweeper } from './sweeper';
 import { OrphanReaper } from './orphan-reaper';
+import { resolveScope } from './scope';
 import { flattenProgressSignal } from '../../workflows/progress';
 import { connectionOptions } from '../temporal-connection';
 import { workflowCode } from './workflows-path';
@@ -89,9 +90,10 @@ export async function createHostWorker(
       namespace: config.temporal.namespace,
     });
     opened.client = client;
+    deps.scope = await resolveScope(config, client);
     const connection = await untilConnected('temporal (worker)', log, opts.signal, () => NativeConnection.connect(connOpts));
     opened.connection = connection;
-    const reaper = new OrphanReaper(deps, client, config.imagePool, log, config.reapIntervalMs);
+    const reaper = new OrphanReaper(deps, client, config.imagePool, log, config.reapIntervalMs, config.ownerRecordHorizonMs);
     deps.reportProgress = async (workflowId, progress) => {
       await client.workflow.getHandle(workflowId).signal(flattenProgressSignal, progress as never);
     };

@@ -7,6 +7,7 @@ import { Client, Connection } from '@temporalio/client';
 import type { WorkflowHandle } from '@temporalio/client';
 import type { SnapshotRequest } from '../../src/model/input';
 import type { SnapshotResult } from '../../src/model/types';
+import { labQemuPid } from '../../src/lab/guest-ctl';
 import { longestGap, readTicks } from '../../src/lab/probe';
 import { CephView } from '../helpers/ceph-inspect';
 import { ensureThawed, freezeStatus } from '../helpers/guest';
@@ -83,8 +84,7 @@ async function guestCtl(...args: string[]): Promise<void> {
 }
 
 async function qemuPid(): Promise<number> {
-  const { stdout } = await run('pgrep', ['-f', `guest=${guest},`]);
-  return Number(stdout.trim().split('\n')[0]);
+  return labQemuPid(need(vars, 'LIBVIRT_LAB_DIR'), guest);
 }
 
 /** Address of the client holding the exclusive lock of the guest's disk: its qemu. */

@@ -58,6 +58,21 @@ export class CephView {
     return (await this.snaps(pool, image)).filter((s) => s.startsWith('vmsnap-'));
   }
 
+  /** Keys (`image@snap`) of vmsnap's snapshot owner records in a pool (omap of vmsnap.snap-owners). */
+  async ownerRecordKeys(pool: string): Promise<string[]> {
+    try {
+      const { stdout } = await run('rados', this.args('-p', pool, 'listomapkeys', 'vmsnap.snap-owners'));
+      return stdout.split('\n').filter(Boolean);
+    } catch (err) {
+      if (/No such file/.test((err as { stderr?: string }).stderr ?? '')) return [];
+      throw err;
+    }
+  }
+
+  async dropOwnerRecord(pool: string, key: string): Promise<void> {
+    await run('rados', this.args('-p', pool, 'rmomapkey', 'vmsnap.snap-owners', key)).catch(() => undefined);
+  }
+
   async removeImage(pool: string, image: string): Promise<void> {
     for (const s of await this.snaps(pool, image).catch(() => [] as string[])) {
       await this.rbd('snap', 'unprotect', `${pool}/${image}@${s}`).catch(() => undefined);

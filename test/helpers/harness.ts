@@ -25,7 +25,9 @@ export interface Harness {
  * gets its own host id, so its own task queue and state dir; the Ceph key is the restricted
  * `client.vmsnap` (profile rbd on vms and images only), as production should run.
  */
-export async function startHarness(opts: { host?: string; cephId?: string; keyring?: string } = {}): Promise<Harness> {
+export async function startHarness(
+  opts: { host?: string; cephId?: string; keyring?: string; config?: Partial<Pick<Config, 'reapIntervalMs' | 'ownerRecordHorizonMs'>> } = {},
+): Promise<Harness> {
   const vars = labVars();
   const host = opts.host ?? `lab-${randomUUID().slice(0, 8)}`;
   const config = loadConfig(
@@ -40,6 +42,7 @@ export async function startHarness(opts: { host?: string; cephId?: string; keyri
       host,
       stateDir: mkdtempSync(path.join(os.tmpdir(), 'vmsnap-state-')),
       metricsPort: 0,
+      ...opts.config,
     },
     {},
     undefined,

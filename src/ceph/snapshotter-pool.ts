@@ -1,0 +1,152 @@
+import { Snapshotter } from './snapshotter';
+import type { BoundOptions, CreateSnapsResult, RemoveSnapsResult, SnapFailure, SnapRequest, SnapshotterOptions } from './snapshotter';
+
+/*
+ * One snapshotter child per VM in flight (a "lane"), so that one VM's hung lock owner costs only
+ * that VM's child. A bounded call that times out SIGKILLs its child; with a single shared child
+ * that killed every other VM's in-flight snapshot too (SnapshotTimeout for all of them).
+ *
+ * A lane is keyed by the set of images a call names — a VM's disks, which no other VM shares —
+ * so prepare, snapshot and cleanup of one run meet the same child and its warm image handles.
+ * A lane exits after `laneIdleMs` without calls. One spare child is kept started, so a new lane
+ * adopts a connected child instead of paying a fork + rados_connect (~0.3 s here).
+ */
+
+export interface SnapshotterPoolOptions extends SnapshotterOptions {
+  /** A lane's child exits this long after its last call (default 30 s). */
+  laneIdleMs?: number;
+  /** Called with a lane's slot number and its child's librados address (for fencing after a crash). */
+  onLaneChildReady?: (slot: number, addrs: string) => void;
+}
+
+/** A call's bound, and its lane when the call names only some of a VM's disks (default: the images it names). */
+export interface LaneOptions extends BoundOptions {
+  lane?: string;
+}
+
+interface Lane {
+  s: Snapshotter;
+  slot: number;
+  busy: number;
+  lastUsed: number;
+}
+
+export class SnapshotterPool {
+  private readonly lanes = new Map<string, Lane>();
+  private spare?: { s: Snapshotter; slot: number };
+  private readonly freeSlots: number[] = [];
+  private nextSlot = 0;
+  private timer?: NodeJS.Timeout;
+  private closed = false;
+
+  constructor(private readonly options: SnapshotterPoolOptions) {}
+
+  /** Starts the spare child now, so the first lane does not pay for it. */
+  async start(): Promise<void> {
+    await this.ensureSpare().s.start();
+    this.timer ??= setInterval(() => this.closeIdle(), Math.max(250, (this.options.laneIdleMs ?? 30_000) / 2));
+    this.timer.unref();
+  }
+
+  /** The spare child's pid (for logs and the load bench). */
+  get pid(): number | undefined {
+    return this.spare?.s.pid;
+  }
+
+  /** Children running now: lanes plus the spare (for tests and the RSS measurement). */
+  get pids(): number[] {
+    const all = [...[...this.lanes.values()].map((l) => l.s.pid), this.spare?.s.pid];
+    return all.filter((p): p is number => p !== undefined);
+  }
+
+  /** The child pid of the lane these requests meet (tests). */
+  lanePid(requests: SnapRequest[]): number | undefined {
+    return this.lanes.get(laneKey(requests))?.s.pid;
+  }
+
+  /** Lanes open now, by key. */
+  get laneKeys(): string[] {
+    return [...this.lanes.keys()];
+  }
+
+  prepare(requests: SnapRequest[], o: LaneOptions): Promise<{ opened: SnapRequest[]; failed: SnapFailure[]; timedOut: boolean }> {
+    return this.onLane(o.lane ?? laneKey(requests), (s) => s.prepare(requests, o));
+  }
+
+  createSnaps(requests: SnapRequest[], o: LaneOptions): Promise<CreateSnapsResult> {
+    return this.onLane(o.lane ?? laneKey(requests), (s) => s.createSnaps(requests, o));
+  }
+
+  removeSnaps(requests: SnapRequest[], o: LaneOptions): Promise<RemoveSnapsResult> {
+    return this.onLane(o.lane ?? laneKey(requests), (s) => s.removeSnaps(requests, o));
+  }
+
+  snapExists(request: SnapRequest, o: LaneOptions): Promise<boolean> {
+    return this.onLane(o.lane ?? laneKey([request]), (s) => s.snapExists(request, o));
+  }
+
+  /** Blocklisting of killed children finished, in every lane (tests). */
+  async settled(): Promise<void> {
+    await Promise.all([...this.lanes.values()].map((l) => l.s.settled()));
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.timer);
+    const all = [...this.lanes.values()].map((l) => l.s);
+    if (this.spare) all.push(this.spare.s);
+    this.lanes.clear();
+    this.spare = undefined;
+    await Promise.all(all.map((s) => s.close()));
+  }
+
+  private async onLane<T>(key: string, fn: (s: Snapshotter) => Promise<T>): Promise<T> {
+    const lane = this.laneFor(key);
+    lane.busy++;
+    try {
+      return await fn(lane.s);
+    } finally {
+      lane.busy--;
+      lane.lastUsed = Date.now();
+    }
+  }
+
+  private laneFor(key: string): Lane {
+    let lane = this.lanes.get(key);
+    if (lane) return lane;
+    const adopted = this.spare ?? this.newSnapshotter();
+    this.spare = undefined;
+    lane = { s: adopted.s, slot: adopted.slot, busy: 0, lastUsed: Date.now() };
+    this.lanes.set(key, lane);
+    if (!this.closed) void this.ensureSpare().s.start().catch(() => undefined);
+    return lane;
+  }
+
+  private ensureSpare(): { s: Snapshotter; slot: number } {
+    this.spare ??= this.newSnapshotter();
+    return this.spare;
+  }
+
+  private newSnapshotter(): { s: Snapshotter; slot: number } {
+    const slot = this.freeSlots.pop() ?? this.nextSlot++;
+    const { laneIdleMs: _idle, onLaneChildReady, ...opts } = this.options;
+    const s = new Snapshotter({ ...opts, onChildReady: (addrs) => onLaneChildReady?.(slot, addrs) });
+    return { s, slot };
+  }
+
+  private closeIdle(): void {
+    const idleMs = this.options.laneIdleMs ?? 30_000;
+    const now = Date.now();
+    for (const [key, lane] of this.lanes) {
+      if (lane.busy > 0 || now - lane.lastUsed < idleMs) continue;
+      this.lanes.delete(key);
+      void lane.s.close().finally(() => this.freeSlots.push(lane.slot));
+    }
+  }
+}
+
+/** A VM's lane: the sorted set of images its call names. */
+export function laneKey(requests: readonly SnapRequest[]): string {
+  const images = new Set(requests.map((r) => `${r.pool}/${r.namespace ?? ''}/${r.image}`));
+  return [...images].sort().join(',');
+}
