@@ -25,7 +25,7 @@ beforeAll(async () => {
   env = cliEnv(h.vars, { VMSNAP_HOST: h.config.host });
   g1 = need(h.vars, 'VMSNAP_GUEST_1DISK');
   g3 = need(h.vars, 'VMSNAP_GUEST_3DISK');
-}, 120_000);
+}, 600_000);
 
 afterAll(async () => {
   for (const r of made) await ceph.removeResultImages(r);
