@@ -1,17 +1,17 @@
 import { WorkflowFailedError } from '@temporalio/client';
 import { hostTaskQueue } from '../../config';
-import { LibvirtClient } from '../../libvirt';
+import { connectLibvirt } from '../libvirt-session';
 import { parseRestoreInput } from '../../model/restore-input';
 import type { RestoreRequest } from '../../model/restore-input';
 import type { RestoreResult } from '../../model/restore-point';
 import { SA } from '../../model/search-attributes';
 import { confirmRestore } from '../../restore/confirm';
-import { progressQuery } from '../../../workflows/progress';
 import { withCeph } from '../ceph-session';
 import { COMMON_HELP, configFrom, parse } from '../common-flags';
 import { CliError, Exit } from '../exit-codes';
 import { describeFailure, exitCodeFor } from '../failure-exit';
-import { emit, progressBar } from '../output';
+import { emit } from '../output';
+import { followProgress } from './snapshot';
 import { connectClient } from '../temporal-client';
 
 const HELP = `Usage: vmsnap restore <domain> [--from RUN|latest] [--as NEW-NAME | --stop] [options]
@@ -100,7 +100,7 @@ export async function run(argv: string[]): Promise<number> {
       emit(!!values.json, { workflowId, runId: handle.firstExecutionRunId, taskQueue }, () => `started ${workflowId} on ${taskQueue}`);
       return Exit.ok;
     }
-    const timer = follow(handle, !!values.json);
+    const follow = followProgress(handle, !!values.json);
     try {
       const result = (await handle.result()) as RestoreResult;
       emit(!!values.json, result, () => human(result));
@@ -113,7 +113,7 @@ export async function run(argv: string[]): Promise<number> {
       }
       throw err;
     } finally {
-      clearInterval(timer);
+      follow.stop();
     }
   } finally {
     await client.connection.close();
@@ -121,12 +121,7 @@ export async function run(argv: string[]): Promise<number> {
 }
 
 async function confirm(domain: string, workflowId: string, config: ReturnType<typeof configFrom>, json: boolean): Promise<number> {
-  let lv: LibvirtClient;
-  try {
-    lv = await LibvirtClient.connect({ uri: config.libvirt.uri });
-  } catch (err) {
-    throw new CliError(`cannot reach libvirt at ${config.libvirt.uri}: ${(err as Error).message}`, Exit.unreachable);
-  }
+  const lv = await connectLibvirt(config.libvirt.uri);
   try {
     const out = await withCeph(config, (open) =>
       confirmRestore(lv, open, domain, workflowId).catch((err: Error) => {
@@ -140,21 +135,6 @@ async function confirm(domain: string, workflowId: string, config: ReturnType<ty
   } finally {
     await lv.close();
   }
-}
-
-function follow(handle: { query: (q: typeof progressQuery) => Promise<{ phase: string; disks: Record<string, { percent: number }> }> }, quiet: boolean): NodeJS.Timeout {
-  let last = '';
-  return setInterval(() => {
-    void handle.query(progressQuery).then(
-      (p) => {
-        const bars = Object.entries(p.disks).map(([t, d]) => `${t} ${progressBar(d.percent)}`).join('  ');
-        const line = `phase: ${p.phase}${bars ? '  ' + bars : ''}`;
-        if (!quiet && line !== last) process.stderr.write(`${line}\n`);
-        last = line;
-      },
-      () => undefined,
-    );
-  }, 500);
 }
 
 function human(r: RestoreResult): string {

@@ -84,7 +84,8 @@ export async function run(argv: string[]): Promise<number> {
   }
 }
 
-function followProgress(handle: { query: (q: typeof progressQuery) => Promise<{ phase: string; disks: Record<string, { percent: number }> }> }, quiet: boolean) {
+/** Prints the run's phase and flatten bars on stderr while it runs (restore uses it too). */
+export function followProgress(handle: { query: (q: typeof progressQuery) => Promise<{ phase: string; disks: Record<string, { percent: number }> }> }, quiet: boolean) {
   let last = '';
   const timer = setInterval(() => {
     void handle.query(progressQuery).then(
