@@ -103,17 +103,17 @@ export async function run(argv: string[]): Promise<number> {
     const follow = followProgress(handle, !!values.json);
     try {
       const result = (await handle.result()) as RestoreResult;
+      await follow.stop();
       emit(!!values.json, result, () => human(result));
       return Exit.ok;
     } catch (err) {
+      await follow.stop();
       if (err instanceof WorkflowFailedError) {
         const d = describeFailure(err);
         emit(!!values.json, { workflowId, status: 'failed', ...d }, () => `FAILED ${workflowId}: [${d.type}] ${d.message}`);
         return exitCodeFor(err);
       }
       throw err;
-    } finally {
-      follow.stop();
     }
   } finally {
     await client.connection.close();

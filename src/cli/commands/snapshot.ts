@@ -67,11 +67,11 @@ export async function run(argv: string[]): Promise<number> {
     const follow = followProgress(handle, !!values.json);
     try {
       const result = (await handle.result()) as SnapshotResult;
-      follow.stop();
+      await follow.stop();
       emit(!!values.json, result, () => humanResult(result));
       return Exit.ok;
     } catch (err) {
-      follow.stop();
+      await follow.stop();
       if (err instanceof WorkflowFailedError) {
         const d = describeFailure(err);
         emit(!!values.json, { workflowId, status: 'failed', ...d }, () => `FAILED ${workflowId}: [${d.type}] ${d.message}`);
@@ -87,8 +87,10 @@ export async function run(argv: string[]): Promise<number> {
 /** Prints the run's phase and flatten bars on stderr while it runs (restore uses it too). */
 export function followProgress(handle: { query: (q: typeof progressQuery) => Promise<{ phase: string; disks: Record<string, { percent: number }> }> }, quiet: boolean) {
   let last = '';
+  // stop() waits for the query in flight: one still retrying after the connection closed throws from a timer.
+  let inflight: Promise<unknown> = Promise.resolve();
   const timer = setInterval(() => {
-    void handle.query(progressQuery).then(
+    inflight = handle.query(progressQuery).then(
       (p) => {
         const bars = Object.entries(p.disks).map(([t, d]) => `${t} ${progressBar(d.percent)}`).join('  ');
         const line = `phase: ${p.phase}${bars ? '  ' + bars : ''}`;
@@ -98,7 +100,12 @@ export function followProgress(handle: { query: (q: typeof progressQuery) => Pro
       () => undefined,
     );
   }, 500);
-  return { stop: () => clearInterval(timer) };
+  return {
+    stop: async (): Promise<void> => {
+      clearInterval(timer);
+      await inflight;
+    },
+  };
 }
 
 export function humanResult(r: SnapshotResult): string {
