@@ -10,6 +10,8 @@ import { finalizeDisk } from './finalize';
 import { removeImages, removeSourceSnaps } from './cleanup';
 import { applyRetention } from './retention';
 import { prepareSnapshots } from './prepare';
+import { recordRestorePoint } from './restore-point';
+import { restoreActivities } from './restore';
 
 export type { ActivityDeps } from './deps';
 
@@ -28,6 +30,8 @@ export function createActivities(deps: ActivityDeps) {
     removeImages: removeImages(deps),
     removeSourceSnaps: removeSourceSnaps(deps),
     applyRetention: applyRetention(deps),
+    recordRestorePoint: recordRestorePoint(deps),
+    ...restoreActivities(deps),
   };
 }
 

@@ -1,5 +1,5 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { patched, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { FailureType } from '../src/model/failures';
 import { parseSnapshotInput } from '../src/model/input';
 import type { SnapshotInput, SnapshotRequest } from '../src/model/input';
@@ -102,6 +102,8 @@ async function snapshotAndCopy(
     const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
     if (failed) throw failed.reason;
     const copies = settled.map((s) => (s as PromiseFulfilledResult<{ bytes?: number; sha256?: string } | undefined>).value);
+    // Histories recorded before restore points existed replay without this step.
+    if (imageDisks.length && patched('vmsnap-restore-point')) await recordRestorePoint(plan, capture.quiesced, imageDisks);
     return {
       workflowId,
       domain: plan.domain,
@@ -163,6 +165,13 @@ async function copyDisk(
     ]),
   );
   return fin;
+}
+
+async function recordRestorePoint(plan: SnapshotPlan, quiesced: boolean, disks: DiskPlan[]): Promise<void> {
+  const { workflowId, runId } = workflowInfo();
+  await imageOps().recordRestorePoint.executeWithOptions({ summary: 'record restore point on the images' }, [
+    { workflowId, runId, domain: plan.domain, quiesced, disks: disks.map((d) => ({ target: d.target, source: d.source, image: d.image! })) },
+  ]);
 }
 
 async function removeImages(workflowId: string, disks: DiskPlan[]): Promise<void> {

@@ -1,2 +1,3 @@
 export { consistentSnapshot } from './consistent-snapshot';
 export { domainLock } from './domain-lock';
+export { restoreVm } from './restore-vm';

@@ -14,6 +14,13 @@ export type Phase =
   | 'retention'
   | 'compensate'
   | 'thaw-escalated'
+  // restoreVm (workflows/restore-vm.ts)
+  | 'plan'
+  | 'stop'
+  | 'verify'
+  | 'define'
+  | 'start'
+  | 'ready'
   | 'done'
   | 'failed';
 

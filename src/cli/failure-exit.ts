@@ -2,7 +2,10 @@ import { ApplicationFailure, CancelledFailure, TemporalFailure, TerminatedFailur
 import type { WorkflowFailedError } from '@temporalio/client';
 import { Exit } from './exit-codes';
 
-const BAD_INPUT = new Set(['InvalidInput', 'DomainNotFound', 'UnsupportedDisk', 'NameConflict', 'PoolUnavailable']);
+const BAD_INPUT = new Set([
+  'InvalidInput', 'DomainNotFound', 'UnsupportedDisk', 'NameConflict', 'PoolUnavailable',
+  'RestorePointNotFound', 'RestorePointIncomplete', 'DomainRunning',
+]);
 
 export function describeFailure(err: WorkflowFailedError): { type: string; message: string } {
   let e: unknown = err.cause;

@@ -20,6 +20,8 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   thaw: lazy('thaw'),
   schedule: lazy('schedule'),
   doctor: lazy('doctor'),
+  list: lazy('list'),
+  restore: lazy('restore'),
 };
 
 const USAGE = `vmsnap — application-consistent snapshots of libvirt guests on Ceph RBD, on Temporal
@@ -34,6 +36,8 @@ Commands:
   thaw <domain>          emergency thaw of a guest on this host
   schedule <subcommand>  periodic snapshots with retention (create|list|describe|pause|unpause|trigger|delete)
   doctor                 check Temporal, libvirt, guest agents, disks and Ceph; says how to fix
+  list <domain>          a VM's image sets, newest first (what restore can use)
+  restore <domain>       restore a VM from an image set, in place or --as a new VM (--confirm to drop kept disks)
 `;
 
 async function main(argv: string[]): Promise<number> {

@@ -1,5 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { ApplicationFailure } from '@temporalio/common';
 
 /**
  * Named points where the fault-injection suite (`npm run test:faults`) kills or stalls a worker.
@@ -7,12 +8,23 @@ import path from 'node:path';
  * VMSNAP_FAULT_DIR: at a listed point the worker drops a marker file the suite waits for, then
  * stalls for VMSNAP_FAULT_PAUSE_MS (default: until killed). Production workers never set these.
  */
-export type FaultPoint = 'freeze:before-call' | 'freeze:after' | 'snapshot:after' | 'flatten:progress';
+export type FaultPoint = 'freeze:before-call' | 'freeze:after' | 'snapshot:after' | 'flatten:progress' | 'restore:after-swap';
 
 export async function faultPoint(point: FaultPoint): Promise<void> {
   if (!mark(point)) return;
   const pause = Number(process.env.VMSNAP_FAULT_PAUSE_MS ?? 'Infinity');
   await new Promise((r) => setTimeout(r, Number.isFinite(pause) ? pause : 2 ** 31 - 1));
+}
+
+/**
+ * Stalls like {@link faultPoint}, or with VMSNAP_FAULT_FAIL=1 fails the activity at once
+ * (non-retryable), so a test can inject a failure at the point instead of a kill.
+ */
+export async function failurePoint(point: FaultPoint): Promise<void> {
+  if (process.env.VMSNAP_FAULT_FAIL === '1' && mark(point)) {
+    throw ApplicationFailure.nonRetryable(`fault injected at ${point}`, 'FaultInjected');
+  }
+  await faultPoint(point);
 }
 
 /** Marker only, no stall: for points inside callbacks that must not block. */

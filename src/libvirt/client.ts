@@ -10,7 +10,10 @@ import { resolveEndpoint } from './connect-uri';
 import { isUuid, readDomain, uuidToBytes, writeDomain, type DomainRef } from './domain-ref';
 import { ConnectionPool } from './connection-pool';
 import { LibvirtError } from './errors';
-import { DOMAIN_XML_INACTIVE, LIST_DOMAINS_ACTIVE, QEMU_PROGRAM, QemuProcedure, REMOTE_PROGRAM, RemoteProcedure } from './procedures';
+import {
+  DOMAIN_XML_INACTIVE, LIST_DOMAINS_ACTIVE, QEMU_PROGRAM, QemuProcedure, REMOTE_PROGRAM, RemoteProcedure,
+  SHUTDOWN_ACPI_POWER_BTN, SHUTDOWN_GUEST_AGENT,
+} from './procedures';
 import type { Dialer } from './transport';
 import { XdrReader, XdrWriter } from './xdr';
 
@@ -115,6 +118,39 @@ export class LibvirtClient {
     const flags = opts?.inactive ? DOMAIN_XML_INACTIVE : 0;
     const r = await this.remote(RemoteProcedure.DOMAIN_GET_XML_DESC, (w) => (writeDomain(w, dom), w.uint(flags)), opts);
     return r.string();
+  }
+
+  /**
+   * REMOTE_PROC_DOMAIN_DEFINE_XML (virDomainDefineXML): defines (or, for a known name and UUID,
+   * redefines) a persistent domain; returns its ref.
+   */
+  async domainDefineXml(xml: string, opts?: CallOptions): Promise<DomainRef> {
+    const r = await this.remote(RemoteProcedure.DOMAIN_DEFINE_XML, (w) => w.string(xml), opts);
+    return readDomain(r);
+  }
+
+  /** REMOTE_PROC_DOMAIN_CREATE (virDomainCreate): starts a defined domain. */
+  async domainCreate(dom: DomainRef, opts?: CallOptions): Promise<void> {
+    await this.remote(RemoteProcedure.DOMAIN_CREATE, (w) => writeDomain(w, dom), opts);
+  }
+
+  /** REMOTE_PROC_DOMAIN_DESTROY (virDomainDestroy): hard power-off of a running domain. */
+  async domainDestroy(dom: DomainRef, opts?: CallOptions): Promise<void> {
+    await this.remote(RemoteProcedure.DOMAIN_DESTROY, (w) => writeDomain(w, dom), opts);
+  }
+
+  /**
+   * REMOTE_PROC_DOMAIN_SHUTDOWN_FLAGS (virDomainShutdownFlags): asks the guest to power off, through
+   * the agent and/or the ACPI power button. Returns at once; poll the state for the result.
+   */
+  async domainShutdownFlags(dom: DomainRef, via: { agent?: boolean; acpi?: boolean } = {}, opts?: CallOptions): Promise<void> {
+    const flags = (via.agent ? SHUTDOWN_GUEST_AGENT : 0) | (via.acpi ? SHUTDOWN_ACPI_POWER_BTN : 0);
+    await this.remote(RemoteProcedure.DOMAIN_SHUTDOWN_FLAGS, (w) => (writeDomain(w, dom), w.uint(flags)), opts);
+  }
+
+  /** REMOTE_PROC_DOMAIN_UNDEFINE_FLAGS (virDomainUndefineFlags): removes the persistent definition. */
+  async domainUndefineFlags(dom: DomainRef, flags = 0, opts?: CallOptions): Promise<void> {
+    await this.remote(RemoteProcedure.DOMAIN_UNDEFINE_FLAGS, (w) => (writeDomain(w, dom), w.uint(flags)), opts);
   }
 
   /**

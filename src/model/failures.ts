@@ -47,5 +47,15 @@ export const FailureType = {
   PermissionDenied: 'PermissionDenied',
   /** A bounded call on a live source image (snapshot lookup/removal) got no answer in time; retryable. */
   SourceCallTimeout: 'SourceCallTimeout',
+  /** restore: no image set of this VM for the requested run. */
+  RestorePointNotFound: 'RestorePointNotFound',
+  /** restore: the run's images are not all finalized, or carry no restore record. */
+  RestorePointIncomplete: 'RestorePointIncomplete',
+  /** restore in place: the VM runs and --stop was not given. */
+  DomainRunning: 'DomainRunning',
+  /** restore --stop: the guest did not power off within the timeout. */
+  ShutdownTimeout: 'ShutdownTimeout',
+  /** restore: the restored VM's guest agent did not answer within the timeout. */
+  GuestNotReady: 'GuestNotReady',
 } as const;
 export type FailureType = (typeof FailureType)[keyof typeof FailureType];

@@ -68,11 +68,11 @@ export async function run(argv: string[]): Promise<number> {
     const follow = followProgress(client, handle, !!values.json);
     try {
       const result = (await handle.result()) as SnapshotResult;
-      follow.stop();
+      await follow.stop();
       emit(!!values.json, result, () => humanResult(result));
       return Exit.ok;
     } catch (err) {
-      follow.stop();
+      await follow.stop();
       if (err instanceof WorkflowFailedError) {
         const d = describeFailure(err);
         emit(!!values.json, { workflowId, status: 'failed', ...d }, () => `FAILED ${workflowId}: [${d.type}] ${d.message}`);
@@ -86,10 +86,11 @@ export async function run(argv: string[]): Promise<number> {
 }
 
 /**
- * Polls the run's progress query every 500 ms. stop() also cancels the query in flight: the
- * connection closes soon after, and closing waits for every call (temporal-client.ts).
+ * Polls the run's progress query every 500 ms (restore uses it too). stop() also cancels the
+ * query in flight: the connection closes soon after, and closing waits for every call
+ * (temporal-client.ts).
  */
-function followProgress(
+export function followProgress(
   client: Client,
   handle: { query: (q: typeof progressQuery) => Promise<{ phase: string; disks: Record<string, { percent: number }> }> },
   quiet: boolean,
@@ -115,7 +116,7 @@ function followProgress(
       );
   }, 500);
   return {
-    stop: () => {
+    stop: async (): Promise<void> => {
       clearInterval(timer);
       current?.abort();
     },

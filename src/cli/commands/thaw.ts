@@ -1,4 +1,4 @@
-import { LibvirtClient } from '../../libvirt';
+import { connectLibvirt } from '../libvirt-session';
 import { FreezeGuard } from '../../host/freeze-guard';
 import { restoreAgentTimeout } from '../../host/agent-timeout-restore';
 import { thawAndConfirm } from '../../host/thaw-confirm';
@@ -23,12 +23,7 @@ export async function run(argv: string[]): Promise<number> {
   const { values, arg: name } = parsed;
   if (!DOMAIN_NAME.test(name) && !DOMAIN_UUID.test(name)) throw new CliError(`invalid domain "${name}"`, Exit.badInput);
   const config = configFrom(values);
-  let lv: LibvirtClient;
-  try {
-    lv = await LibvirtClient.connect({ uri: config.libvirt.uri });
-  } catch (err) {
-    throw new CliError(`cannot reach libvirt at ${config.libvirt.uri}: ${(err as Error).message}`, Exit.unreachable);
-  }
+  const lv = await connectLibvirt(config.libvirt.uri);
   try {
     const dom = await lv.lookupDomain(name).catch((err: Error) => {
       throw new CliError(`no domain ${name}: ${err.message}`, Exit.badInput);

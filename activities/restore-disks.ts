@@ -1,0 +1,147 @@
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { cloneImage, imageExists, openImage, removeImage } from '../src/ceph';
+import type { Image } from '../src/ceph';
+import { FailureType } from '../src/model/failures';
+import { rbdSpec } from '../src/model/restore-plan';
+import { RESTORE_META } from '../src/model/restore-point';
+import type { RestoreDiskPlan } from '../src/model/restore-point';
+import type { ActivityDeps } from './deps';
+import { translating } from './failures';
+
+export interface RestoreDiskRequest {
+  workflowId: string;
+  disk: RestoreDiskPlan;
+}
+
+/**
+ * rbd_clone3 of image@snap into the VM pool, marked as this restore's before anything else can
+ * see it. A clone this restore already made is reused, unless a flatten of it was interrupted
+ * (re-running that corrupts data on Ceph 16, tracker 68998): then it is made again.
+ */
+export function cloneRestoreDisk(deps: ActivityDeps) {
+  return async function cloneRestoreDisk(req: RestoreDiskRequest): Promise<{ reused: boolean }> {
+    const { clone } = req.disk;
+    const io = await deps.ioctx(clone.pool, clone.namespace);
+    if (await imageExists(io, clone.image)) {
+      const img = await openImage(io, clone.image);
+      let interrupted: boolean;
+      try {
+        if ((await img.metadataGet(RESTORE_META.workflowId)) !== req.workflowId) {
+          throw ApplicationFailure.nonRetryable(`${rbdSpec(clone)} exists and is not this restore's`, FailureType.NameConflict);
+        }
+        interrupted = (await img.metadataGet(RESTORE_META.flattenStarted)) !== null;
+      } finally {
+        await img.close();
+      }
+      if (!interrupted) return { reused: true };
+      await translating('remove interrupted clone', () => removeImage(io, clone.image));
+    }
+    await makeClone(deps, req);
+    return { reused: false };
+  };
+}
+
+async function makeClone(deps: ActivityDeps, req: RestoreDiskRequest): Promise<void> {
+  const { image, snap, clone, previous } = req.disk;
+  const parentIo = await deps.ioctx(image.pool, image.namespace);
+  const childIo = await deps.ioctx(clone.pool, clone.namespace);
+  await translating(`clone ${rbdSpec(image)}@${snap}`, () => cloneImage(parentIo, image.image, snap, childIo, clone.image));
+  const img = await openImage(childIo, clone.image);
+  try {
+    // Ownership first: until it is written, a failed restore's cleanup could not tell the clone is ours.
+    await img.metadataSet(RESTORE_META.workflowId, req.workflowId);
+    // rbd_clone copied the image's own vmsnap keys (restore record, ownership): they describe the image, not this disk.
+    for (const key of Object.keys(await img.metadataList())) {
+      if (key.startsWith('vmsnap.') && !key.startsWith('vmsnap.restore.')) await img.metadataRemove(key);
+    }
+    await img.metadataSet(RESTORE_META.from, `${rbdSpec(image)}@${snap}`);
+    if (previous) await img.metadataSet(RESTORE_META.previous, rbdSpec(previous));
+  } finally {
+    await img.close();
+  }
+}
+
+/** rbd_flatten_with_progress of a restored disk, heartbeating; marked first (see cloneRestoreDisk). */
+export function flattenRestoreDisk(deps: ActivityDeps) {
+  return async function flattenRestoreDisk(req: RestoreDiskRequest): Promise<{ flattened: boolean }> {
+    const ctx = Context.current();
+    const { clone, target } = req.disk;
+    const io = await deps.ioctx(clone.pool, clone.namespace);
+    let img = await translating('open restored disk', () => openImage(io, clone.image));
+    try {
+      if (!(await img.parent())) return { flattened: true };
+      if ((await img.metadataGet(RESTORE_META.flattenStarted)) !== null) {
+        await img.close();
+        await translating('remove interrupted clone', () => removeImage(io, clone.image));
+        await makeClone(deps, req);
+        img = await openImage(io, clone.image);
+      }
+      await img.metadataSet(RESTORE_META.flattenStarted, new Date().toISOString());
+      let lastReport = 0;
+      const current = img;
+      await translating(`flatten ${clone.image}`, () =>
+        current.flatten({
+          signal: ctx.cancellationSignal,
+          onProgress: (done, total) => {
+            ctx.heartbeat({ done, total });
+            const t = Date.now();
+            if (deps.reportProgress && t - lastReport > 1000) {
+              lastReport = t;
+              void deps.reportProgress(req.workflowId, { target, done, total }).catch(() => undefined);
+            }
+          },
+        }),
+      );
+      await img.metadataRemove(RESTORE_META.flattenStarted);
+      return { flattened: true };
+    } finally {
+      await img.close();
+    }
+  };
+}
+
+/** sha256 of the restored disk and of image@snap (before the VM starts): ContentMismatch if they differ. */
+export function verifyRestoreDisk(deps: ActivityDeps) {
+  return async function verifyRestoreDisk(req: RestoreDiskRequest): Promise<{ sha256: string }> {
+    const { image, snap, clone } = req.disk;
+    const srcIo = await deps.ioctx(image.pool, image.namespace);
+    const dstIo = await deps.ioctx(clone.pool, clone.namespace);
+    const src = await translating('open image snapshot', () => openImage(srcIo, image.image, { snap, readOnly: true }));
+    let dst: Image | undefined;
+    try {
+      dst = await translating('open restored disk', () => openImage(dstIo, clone.image, { readOnly: true }));
+      const [a, b] = await Promise.all([src.checksum(), dst.checksum()]);
+      if (a !== b) {
+        throw ApplicationFailure.nonRetryable(`${rbdSpec(clone)} differs from ${rbdSpec(image)}@${snap} (sha256 ${b} vs ${a})`, FailureType.ContentMismatch);
+      }
+      return { sha256: b };
+    } finally {
+      await src.close();
+      await dst?.close();
+    }
+  };
+}
+
+/**
+ * Removes the disks this restore made (by their ownership key); anything else is left alone. A
+ * disk still used by a defined domain is refused by the caller's order (domain first).
+ */
+export async function removeRestoreDisks(deps: ActivityDeps, workflowId: string, disks: RestoreDiskPlan[]): Promise<string[]> {
+  const removed: string[] = [];
+  for (const { clone } of disks) {
+    const io = await deps.ioctx(clone.pool, clone.namespace);
+    if (!(await imageExists(io, clone.image))) continue;
+    const img = await openImage(io, clone.image, { readOnly: true });
+    let ours: boolean;
+    try {
+      ours = (await img.metadataGet(RESTORE_META.workflowId)) === workflowId;
+    } finally {
+      await img.close();
+    }
+    if (!ours) continue;
+    await translating(`remove ${rbdSpec(clone)}`, () => removeImage(io, clone.image));
+    removed.push(rbdSpec(clone));
+  }
+  return removed;
+}

@@ -1,0 +1,205 @@
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { openImage } from '../src/ceph';
+import { failurePoint } from '../src/host/fault-points';
+import type { DomainRef, LibvirtClient } from '../src/libvirt';
+import { isNoDomain } from '../src/libvirt';
+import { FailureType } from '../src/model/failures';
+import { rbdSpec } from '../src/model/restore-plan';
+import { decodeRestorePoint, RESTORE_META, RESTORE_POINT_KEY } from '../src/model/restore-point';
+import type { RestorePlan } from '../src/model/restore-point';
+import { rbdSourceNames, rewriteForNewDomain, swapRbdSources } from '../src/restore/domain-xml-rewrite';
+import type { ActivityDeps } from './deps';
+import { translating } from './failures';
+import { removeRestoreDisks } from './restore-disks';
+
+export interface RestoreDomainRequest {
+  workflowId: string;
+  plan: RestorePlan;
+}
+
+/**
+ * virDomainShutdownFlags (guest agent, then ACPI) and wait for shut off. A guest that does not
+ * power off in time is left running, untouched: ShutdownTimeout.
+ */
+export function stopDomain(deps: ActivityDeps) {
+  return async function stopDomain(req: RestoreDomainRequest & { timeoutMs: number }): Promise<{ ms: number }> {
+    const lv = await deps.libvirt();
+    const dom = await translating('look up domain', () => lv.lookupDomainByUuid(req.plan.domain.uuid));
+    const t0 = Date.now();
+    if ((await lv.getDomainState(dom)).state === 'shutoff') return { ms: 0 };
+    await translating(`shut down ${dom.name}`, () => lv.domainShutdownFlags(dom, { agent: req.plan.hasAgent, acpi: true }));
+    while (Date.now() - t0 < req.timeoutMs) {
+      await sleep(500);
+      heartbeat({ waitedMs: Date.now() - t0 });
+      if ((await lv.getDomainState(dom)).state === 'shutoff') return { ms: Date.now() - t0 };
+    }
+    throw ApplicationFailure.nonRetryable(`${dom.name} did not power off within ${req.timeoutMs} ms (left running)`, FailureType.ShutdownTimeout);
+  };
+}
+
+/**
+ * The swap. `as`: defines the new VM from the recorded definition (new name, UUID, MACs, disks,
+ * chardev paths). In place: marks the replaced disks, then redefines the VM with each restored
+ * disk in place of the one it replaces — the only change made to its definition.
+ */
+export function defineRestoredDomain(deps: ActivityDeps) {
+  return async function defineRestoredDomain(req: RestoreDomainRequest): Promise<void> {
+    const lv = await deps.libvirt();
+    const { plan } = req;
+    if (plan.mode === 'as') {
+      const recorded = await readRecordedXml(deps, plan);
+      const map = new Map(plan.disks.map((d) => [sourceOf(recorded.disks, d.target), rbdSpec(d.clone)]));
+      const xml = rewriteForNewDomain(recorded.xml, { name: plan.domain.name, uuid: plan.domain.uuid, disks: map });
+      await translating(`define ${plan.domain.name}`, () => lv.domainDefineXml(xml));
+    } else {
+      for (const d of plan.disks) await markReplaced(deps, d.previous!, req.workflowId);
+      const dom = await translating('look up domain', () => lv.lookupDomainByUuid(plan.domain.uuid));
+      const current = await translating('read domain XML', () => lv.getDomainXml(dom, { inactive: true }));
+      const map = new Map(plan.disks.map((d) => [rbdSpec(d.previous!), rbdSpec(d.clone)]));
+      await translating(`redefine ${dom.name}`, () => lv.domainDefineXml(swapRbdSources(current, map)));
+    }
+    await failurePoint('restore:after-swap');
+  };
+}
+
+/** virDomainCreate unless it already runs. */
+export function startRestoredDomain(deps: ActivityDeps) {
+  return async function startRestoredDomain(req: RestoreDomainRequest): Promise<void> {
+    const lv = await deps.libvirt();
+    const dom = await translating('look up domain', () => lv.lookupDomainByUuid(req.plan.domain.uuid));
+    if ((await lv.getDomainState(dom)).state === 'running') return;
+    await translating(`start ${dom.name}`, () => lv.domainCreate(dom));
+  };
+}
+
+/** Ready: running, and its guest agent answers guest-ping (when it has an agent channel). */
+export function waitGuestReady(deps: ActivityDeps) {
+  return async function waitGuestReady(req: RestoreDomainRequest & { timeoutMs: number }): Promise<{ ms: number }> {
+    const lv = await deps.libvirt();
+    const dom = await translating('look up domain', () => lv.lookupDomainByUuid(req.plan.domain.uuid));
+    const t0 = Date.now();
+    let last = 'not yet asked';
+    while (Date.now() - t0 < req.timeoutMs) {
+      heartbeat({ waitedMs: Date.now() - t0, last });
+      const { state } = await lv.getDomainState(dom);
+      if (state !== 'running') {
+        last = `domain is ${state}`;
+      } else if (!req.plan.hasAgent) {
+        return { ms: Date.now() - t0 };
+      } else {
+        try {
+          await lv.guestPing(dom, 2);
+          return { ms: Date.now() - t0 };
+        } catch (err) {
+          last = err instanceof Error ? err.message : String(err);
+        }
+      }
+      await sleep(1000);
+    }
+    throw ApplicationFailure.nonRetryable(`${dom.name} not ready within ${req.timeoutMs} ms: ${last}`, FailureType.GuestNotReady);
+  };
+}
+
+/**
+ * Compensation, idempotent and safe at any point of a restore: `as` — the new domain is destroyed
+ * and undefined; in place — a VM running on restored disks is destroyed, its definition gets its
+ * previous disks back, their marks are removed, and it is started again if it ran before. Then
+ * the disks the restore made are removed.
+ */
+export function undoRestore(deps: ActivityDeps) {
+  return async function undoRestore(req: RestoreDomainRequest): Promise<{ removed: string[] }> {
+    const lv = await deps.libvirt();
+    const { plan } = req;
+    const dom = await lookupOrNull(lv, plan.domain.uuid);
+    if (plan.mode === 'as') {
+      if (dom) {
+        if ((await lv.getDomainState(dom)).state !== 'shutoff') await destroyIfRunning(lv, dom);
+        await translating(`undefine ${dom.name}`, () => lv.domainUndefineFlags(dom));
+      }
+    } else if (dom) {
+      const current = await translating('read domain XML', () => lv.getDomainXml(dom, { inactive: true }));
+      const clones = new Set(plan.disks.map((d) => rbdSpec(d.clone)));
+      if (rbdSourceNames(current).some((n) => clones.has(n))) {
+        await destroyIfRunning(lv, dom);
+        const back = new Map(plan.disks.map((d) => [rbdSpec(d.clone), rbdSpec(d.previous!)]));
+        await translating(`redefine ${dom.name} with its previous disks`, () => lv.domainDefineXml(swapRbdSources(current, back)));
+      }
+      for (const d of plan.disks) await unmarkReplaced(deps, d.previous!, req.workflowId);
+    }
+    const removed = await removeRestoreDisks(deps, req.workflowId, plan.disks);
+    if (plan.mode === 'in-place' && plan.wasRunning && dom && (await lv.getDomainState(dom)).state === 'shutoff') {
+      await translating(`start ${dom.name} again`, () => lv.domainCreate(dom));
+    }
+    return { removed };
+  };
+}
+
+async function readRecordedXml(deps: ActivityDeps, plan: RestorePlan): Promise<{ xml: string; disks: { target: string; source: string }[] }> {
+  const loc = plan.disks[0].image;
+  const io = await deps.ioctx(loc.pool, loc.namespace);
+  const img = await translating(`open image ${loc.image}`, () => openImage(io, loc.image, { readOnly: true }));
+  try {
+    const point = decodeRestorePoint(await img.metadataGet(RESTORE_POINT_KEY));
+    if (!point) throw ApplicationFailure.nonRetryable(`${rbdSpec(loc)} lost its restore record`, FailureType.RestorePointIncomplete);
+    return { xml: point.domainXml, disks: point.disks };
+  } finally {
+    await img.close();
+  }
+}
+
+function sourceOf(disks: { target: string; source: string }[], target: string): string {
+  const d = disks.find((x) => x.target === target);
+  if (!d) throw ApplicationFailure.nonRetryable(`restore record has no disk ${target}`, FailureType.RestorePointIncomplete);
+  return d.source;
+}
+
+async function markReplaced(deps: ActivityDeps, loc: { pool: string; image: string; namespace?: string }, workflowId: string): Promise<void> {
+  const io = await deps.ioctx(loc.pool, loc.namespace);
+  const img = await translating(`open ${loc.image}`, () => openImage(io, loc.image));
+  try {
+    await img.metadataSet(RESTORE_META.replacedBy, workflowId);
+    await img.metadataSet(RESTORE_META.replacedAt, new Date().toISOString());
+  } finally {
+    await img.close();
+  }
+}
+
+async function unmarkReplaced(deps: ActivityDeps, loc: { pool: string; image: string; namespace?: string }, workflowId: string): Promise<void> {
+  const io = await deps.ioctx(loc.pool, loc.namespace);
+  const img = await translating(`open ${loc.image}`, () => openImage(io, loc.image));
+  try {
+    if ((await img.metadataGet(RESTORE_META.replacedBy)) !== workflowId) return;
+    await img.metadataRemove(RESTORE_META.replacedBy);
+    await img.metadataRemove(RESTORE_META.replacedAt).catch(() => undefined);
+  } finally {
+    await img.close();
+  }
+}
+
+async function destroyIfRunning(lv: LibvirtClient, dom: DomainRef): Promise<void> {
+  if ((await lv.getDomainState(dom)).state === 'shutoff') return;
+  await translating(`destroy ${dom.name}`, () => lv.domainDestroy(dom));
+}
+
+async function lookupOrNull(lv: LibvirtClient, uuid: string): Promise<DomainRef | null> {
+  try {
+    return await lv.lookupDomainByUuid(uuid);
+  } catch (err) {
+    if (isNoDomain(err)) return null;
+    throw err;
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+function heartbeat(details: unknown): void {
+  try {
+    Context.current().heartbeat(details);
+  } catch {
+    // outside an activity (tests)
+  }
+}
+

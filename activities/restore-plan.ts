@@ -1,0 +1,176 @@
+import { ApplicationFailure } from '@temporalio/common';
+import { imageExists, openImage } from '../src/ceph';
+import type { LibvirtClient, DomainRef } from '../src/libvirt';
+import { isNoDomain, parseDomainXml } from '../src/libvirt';
+import { FailureType } from '../src/model/failures';
+import { IMAGE_SNAP } from '../src/model/naming';
+import type { RestoreInput } from '../src/model/restore-input';
+import {
+  chooseImageSet, parseRbdSpec, rbdSpec, restoredDiskNameAs, restoredDiskNameInPlace, restoredDomainUuid,
+} from '../src/model/restore-plan';
+import { decodeRestorePoint, imageSetsOf, RESTORE_META, RESTORE_POINT_KEY } from '../src/model/restore-point';
+import type { CatalogImage, ImageSet, RestoreDiskPlan, RestorePlan, RestorePoint } from '../src/model/restore-point';
+import { readCatalog } from '../src/restore/catalog';
+import type { ActivityDeps } from './deps';
+import { translating } from './failures';
+
+export interface PlanRestoreRequest {
+  workflowId: string;
+  input: RestoreInput;
+}
+
+/**
+ * Every check a restore needs, before anything changes: the run exists and is restorable, the
+ * target name is free (or this restore's own), the VM is shut off (or may be stopped), its disks
+ * match the record, and no restored-disk name is taken by something else. Read-only.
+ */
+export function planRestore(deps: ActivityDeps) {
+  return async function planRestore(req: PlanRestoreRequest): Promise<RestorePlan> {
+    const { input, workflowId } = req;
+    const io = await translating(`open pool ${input.imagePool}`, () => deps.ioctx(input.imagePool));
+    const catalog = await translating(`list images in ${input.imagePool}`, () => readCatalog(io));
+    const chosen = chooseImageSet(input.domain, imageSetsOf(input.domain, catalog), input.from);
+    if (!chosen.ok) throw ApplicationFailure.nonRetryable(chosen.message, chosen.type);
+    const point = recordOf(chosen.set, catalog);
+    for (const d of point.disks) await requireImageSnap(deps, d.image);
+    const lv = await deps.libvirtReadOnly();
+    const plan = input.as
+      ? await planAs(deps, lv, input, input.as, workflowId, point)
+      : await planInPlace(deps, lv, input, workflowId, point);
+    for (const d of plan.disks) await requireFreeOrOurs(deps, d.clone, workflowId);
+    return plan;
+  };
+}
+
+function recordOf(set: ImageSet, catalog: CatalogImage[]): RestorePoint {
+  for (const d of set.disks) {
+    const img = catalog.find((c) => `${c.pool}/${c.name}` === d.image);
+    const p = decodeRestorePoint(img?.meta[RESTORE_POINT_KEY]);
+    if (p) return p;
+  }
+  throw ApplicationFailure.nonRetryable(`run ${set.workflowId} has no restore record`, FailureType.RestorePointIncomplete);
+}
+
+async function planAs(deps: ActivityDeps, lv: LibvirtClient, input: RestoreInput, name: string, workflowId: string, point: RestorePoint): Promise<RestorePlan> {
+  const uuid = restoredDomainUuid(workflowId);
+  const existing = await lookupOrNull(lv, name);
+  if (existing && existing.uuid !== uuid) {
+    throw ApplicationFailure.nonRetryable(`a domain named ${name} already exists (UUID ${existing.uuid})`, FailureType.NameConflict);
+  }
+  const info = parseDomainXml(point.domainXml);
+  const restored = new Set(point.disks.map((d) => d.source));
+  for (const d of info.disks) {
+    if (d.device !== 'disk' || d.readonly) continue;
+    const spec = d.rbd ? `${d.rbd.pool}/${d.rbd.namespace ? `${d.rbd.namespace}/` : ''}${d.rbd.image}` : undefined;
+    if (!spec || !restored.has(spec)) {
+      // The new VM would write to the original's disk.
+      throw ApplicationFailure.nonRetryable(
+        `disk ${d.target} of ${point.domain.name} is not in run ${point.workflowId}: a new VM cannot share it`,
+        FailureType.UnsupportedDisk,
+      );
+    }
+  }
+  const disks: RestoreDiskPlan[] = point.disks.map((d) => {
+    const vmPool = input.vmPool ?? parseRbdSpec(d.source).pool;
+    return { target: d.target, image: parseRbdSpec(d.image), snap: IMAGE_SNAP, clone: { pool: vmPool, image: restoredDiskNameAs(name, d.target) } };
+  });
+  const alreadyRestored = existing !== null && (await lv.getDomainState(existing)).state === 'running';
+  return {
+    mode: 'as',
+    domain: { name, uuid },
+    source: point.domain,
+    fromWorkflowId: point.workflowId,
+    quiesced: point.quiesced,
+    takenAt: point.recordedAt,
+    wasRunning: false,
+    hasAgent: info.hasAgentChannel,
+    alreadyRestored,
+    disks,
+  };
+}
+
+async function planInPlace(deps: ActivityDeps, lv: LibvirtClient, input: RestoreInput, workflowId: string, point: RestorePoint): Promise<RestorePlan> {
+  const dom = (await lookupOrNull(lv, point.domain.uuid)) ?? (await lookupOrNull(lv, point.domain.name));
+  if (!dom) throw ApplicationFailure.nonRetryable(`domain ${point.domain.name} (${point.domain.uuid}) does not exist on this host`, FailureType.DomainNotFound);
+  const { state } = await translating('read domain state', () => lv.getDomainState(dom));
+  const info = parseDomainXml(await translating('read domain XML', () => lv.getDomainXml(dom, { inactive: true })));
+  const disks: RestoreDiskPlan[] = [];
+  let ours = 0;
+  for (const d of point.disks) {
+    const cur = info.disks.find((x) => x.target === d.target);
+    if (!cur?.rbd) {
+      throw ApplicationFailure.nonRetryable(`${dom.name} has no RBD disk ${d.target} to restore into`, FailureType.UnsupportedDisk);
+    }
+    let previous = { pool: cur.rbd.pool, image: cur.rbd.image, ...(cur.rbd.namespace ? { namespace: cur.rbd.namespace } : {}) };
+    const madeBy = await restoreOwner(deps, previous);
+    if (madeBy?.workflowId === workflowId && madeBy.previous) {
+      // This restore already swapped this disk (a re-run of a finished restore).
+      ours++;
+      previous = parseRbdSpec(madeBy.previous);
+    }
+    const clone = { pool: input.vmPool ?? previous.pool, image: restoredDiskNameInPlace(previous.image, workflowId) };
+    disks.push({ target: d.target, image: parseRbdSpec(d.image), snap: IMAGE_SNAP, clone, previous });
+  }
+  const alreadyRestored = ours === disks.length;
+  if (state !== 'shutoff' && !alreadyRestored && !input.stop) {
+    throw ApplicationFailure.nonRetryable(`${dom.name} is ${state}: shut it off first, or pass --stop`, FailureType.DomainRunning);
+  }
+  return {
+    mode: 'in-place',
+    domain: { name: dom.name, uuid: dom.uuid },
+    source: point.domain,
+    fromWorkflowId: point.workflowId,
+    quiesced: point.quiesced,
+    takenAt: point.recordedAt,
+    wasRunning: state !== 'shutoff',
+    hasAgent: info.hasAgentChannel,
+    alreadyRestored,
+    disks,
+  };
+}
+
+async function lookupOrNull(lv: LibvirtClient, nameOrUuid: string): Promise<DomainRef | null> {
+  try {
+    return await lv.lookupDomain(nameOrUuid);
+  } catch (err) {
+    if (isNoDomain(err)) return null;
+    throw err;
+  }
+}
+
+async function requireImageSnap(deps: ActivityDeps, spec: string): Promise<void> {
+  const loc = parseRbdSpec(spec);
+  const io = await deps.ioctx(loc.pool, loc.namespace);
+  const img = await translating(`open image ${spec}`, () => openImage(io, loc.image, { readOnly: true }));
+  try {
+    if (!(await img.snapExists(IMAGE_SNAP))) {
+      throw ApplicationFailure.nonRetryable(`${spec} has no snapshot @${IMAGE_SNAP}`, FailureType.RestorePointIncomplete);
+    }
+  } finally {
+    await img.close();
+  }
+}
+
+/** Which restore made this disk, if one did. */
+export async function restoreOwner(deps: ActivityDeps, loc: { pool: string; image: string; namespace?: string }): Promise<{ workflowId: string; previous?: string } | null> {
+  const io = await deps.ioctx(loc.pool, loc.namespace);
+  if (!(await imageExists(io, loc.image))) return null;
+  const img = await openImage(io, loc.image, { readOnly: true });
+  try {
+    const wf = await img.metadataGet(RESTORE_META.workflowId);
+    if (!wf) return null;
+    const previous = await img.metadataGet(RESTORE_META.previous);
+    return { workflowId: wf, ...(previous ? { previous } : {}) };
+  } finally {
+    await img.close();
+  }
+}
+
+async function requireFreeOrOurs(deps: ActivityDeps, loc: { pool: string; image: string; namespace?: string }, workflowId: string): Promise<void> {
+  const io = await translating(`open pool ${loc.pool}`, () => deps.ioctx(loc.pool, loc.namespace));
+  if (!(await imageExists(io, loc.image))) return;
+  const owner = await restoreOwner(deps, loc);
+  if (owner?.workflowId !== workflowId) {
+    throw ApplicationFailure.nonRetryable(`${rbdSpec(loc)} already exists and is not this restore's`, FailureType.NameConflict);
+  }
+}

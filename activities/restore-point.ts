@@ -1,0 +1,44 @@
+import { openImage } from '../src/ceph';
+import { encodeRestorePoint, RESTORE_POINT_KEY } from '../src/model/restore-point';
+import type { RbdLocation } from '../src/model/types';
+import type { ActivityDeps } from './deps';
+import { translating } from './failures';
+
+export interface RecordRestorePointRequest {
+  workflowId: string;
+  runId: string;
+  domain: { name: string; uuid: string };
+  quiesced: boolean;
+  disks: { target: string; source: RbdLocation; image: RbdLocation }[];
+}
+
+/**
+ * Writes the restore record (src/model/restore-point.ts) on every image of a finished run. The
+ * domain XML is read here, over the read-only connection, and goes straight to Ceph: it never
+ * passes through workflow history. Idempotent: a retry rewrites the same key.
+ */
+export function recordRestorePoint(deps: ActivityDeps) {
+  return async function recordRestorePoint(req: RecordRestorePointRequest): Promise<void> {
+    const lv = await deps.libvirtReadOnly();
+    const dom = await translating(`look up domain ${req.domain.uuid}`, () => lv.lookupDomainByUuid(req.domain.uuid));
+    const domainXml = await translating('read domain XML', () => lv.getDomainXml(dom, { inactive: true }));
+    const value = encodeRestorePoint({
+      workflowId: req.workflowId,
+      runId: req.runId,
+      domain: req.domain,
+      quiesced: req.quiesced,
+      recordedAt: new Date().toISOString(),
+      disks: req.disks.map((d) => ({ target: d.target, image: `${d.image.pool}/${d.image.image}`, source: `${d.source.pool}/${d.source.image}` })),
+      domainXml,
+    });
+    for (const d of req.disks) {
+      const io = await deps.ioctx(d.image.pool, d.image.namespace);
+      const img = await translating(`open image ${d.image.image}`, () => openImage(io, d.image.image));
+      try {
+        await translating('write restore record', () => img.metadataSet(RESTORE_POINT_KEY, value));
+      } finally {
+        await img.close();
+      }
+    }
+  };
+}

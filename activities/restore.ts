@@ -1,0 +1,19 @@
+import type { ActivityDeps } from './deps';
+import { planRestore } from './restore-plan';
+import { cloneRestoreDisk, flattenRestoreDisk, verifyRestoreDisk } from './restore-disks';
+import { defineRestoredDomain, startRestoredDomain, stopDomain, undoRestore, waitGuestReady } from './restore-domain';
+
+/** The restoreVm workflow's activities (workflows/restore-vm.ts). */
+export function restoreActivities(deps: ActivityDeps) {
+  return {
+    planRestore: planRestore(deps),
+    stopDomain: stopDomain(deps),
+    cloneRestoreDisk: cloneRestoreDisk(deps),
+    flattenRestoreDisk: flattenRestoreDisk(deps),
+    verifyRestoreDisk: verifyRestoreDisk(deps),
+    defineRestoredDomain: defineRestoredDomain(deps),
+    startRestoredDomain: startRestoredDomain(deps),
+    waitGuestReady: waitGuestReady(deps),
+    undoRestore: undoRestore(deps),
+  };
+}

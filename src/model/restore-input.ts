@@ -1,0 +1,42 @@
+import { z } from 'zod';
+import { DOMAIN_NAME, DOMAIN_UUID, RBD_NAME } from './input';
+
+/*
+ * restoreVm's input, validated inside the workflow (and by the CLI) before any side effect.
+ * `as` absent means in place.
+ */
+
+const RUN_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/;
+
+export const RestoreInputSchema = z
+  .object({
+    /** The VM whose image sets are searched: the name (or UUID) it had when snapshotted. */
+    domain: z.string().refine((s) => DOMAIN_NAME.test(s) || DOMAIN_UUID.test(s), 'must be a libvirt domain name or a UUID'),
+    /** A snapshot run's workflow id, or `latest` (the newest restorable set). */
+    from: z.string().regex(RUN_ID, 'must be a workflow id or "latest"').default('latest'),
+    /** Restore as a new VM with this name; absent: restore in place. */
+    as: z.string().regex(DOMAIN_NAME, 'must be a libvirt domain name').optional(),
+    /** In place: shut a running VM down gracefully (agent, then ACPI) first. */
+    stop: z.boolean().default(false),
+    /** Flatten the restored disks (independent of the images) instead of leaving them as clones. */
+    flatten: z.boolean().default(false),
+    /** Compare each restored disk's sha256 with its image before the VM starts. */
+    verify: z.boolean().default(false),
+    /** Pool the image sets are in. */
+    imagePool: z.string().regex(RBD_NAME).default('images'),
+    /** Pool for the restored disks; default: the pool the VM's disks were in. */
+    vmPool: z.string().regex(RBD_NAME).optional(),
+    shutdownTimeoutMs: z.number().int().positive().max(3_600_000).default(120_000),
+    readyTimeoutMs: z.number().int().positive().max(3_600_000).default(180_000),
+  })
+  .strict()
+  .refine((r) => !(r.as && r.stop), { message: '--stop applies to in-place restores only (the source VM is never touched by --as)' });
+
+export type RestoreRequest = z.input<typeof RestoreInputSchema>;
+export type RestoreInput = z.output<typeof RestoreInputSchema>;
+
+export function parseRestoreInput(raw: unknown): { ok: true; input: RestoreInput } | { ok: false; message: string } {
+  const r = RestoreInputSchema.safeParse(raw);
+  if (r.success) return { ok: true, input: r.data };
+  return { ok: false, message: r.error.issues.map((i) => `${i.path.join('.') || 'input'}: ${i.message}`).join('; ') };
+}

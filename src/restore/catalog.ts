@@ -1,0 +1,39 @@
+import { isNotFound, listImages, openImage } from '../ceph';
+import type { IoCtx } from '../ceph';
+import type { CatalogImage } from '../model/restore-point';
+
+/**
+ * Every image of a pool with its metadata and size: rbd_list2, then per image a read-only
+ * rbd_open, rbd_metadata_list, rbd_stat and rbd_close, `concurrency` images at a time (each
+ * image is a few round trips to the OSDs; in series, hundreds of images take seconds).
+ * Images removed between the listing and the open are skipped.
+ */
+export async function readCatalog(io: IoCtx, concurrency = 16): Promise<CatalogImage[]> {
+  const names = await listImages(io);
+  const out: (CatalogImage | null)[] = new Array<CatalogImage | null>(names.length).fill(null);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < names.length) {
+      const i = next++;
+      out[i] = await readOne(io, names[i]);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, names.length) }, worker));
+  return out.filter((x): x is CatalogImage => x !== null);
+}
+
+async function readOne(io: IoCtx, name: string): Promise<CatalogImage | null> {
+  let img;
+  try {
+    img = await openImage(io, name, { readOnly: true });
+  } catch (err) {
+    if (isNotFound(err)) return null;
+    throw err;
+  }
+  try {
+    const [meta, stat] = await Promise.all([img.metadataList(), img.stat()]);
+    return { pool: io.pool, name, sizeBytes: stat.size, meta };
+  } finally {
+    await img.close();
+  }
+}

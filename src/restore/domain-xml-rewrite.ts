@@ -1,0 +1,72 @@
+/*
+ * Edits of a domain XML as libvirt writes it (virDomainGetXMLDesc), done on the text so that
+ * everything vmsnap does not mean to change stays byte for byte as libvirt wrote it. Pure.
+ */
+
+const SOURCE_TAG = /<source\b[^>]*>/g;
+const ATTR = (name: string) => new RegExp(`(\\s${name}=)(['"])([^'"]*)\\2`);
+
+/** Replaces the `name` of every RBD `<source protocol='rbd' name='pool/image'>` found in `map`. */
+export function swapRbdSources(xml: string, map: ReadonlyMap<string, string>): string {
+  return xml.replace(SOURCE_TAG, (tag) => {
+    if (!/\sprotocol=(['"])rbd\1/.test(tag)) return tag;
+    return tag.replace(ATTR('name'), (whole, pre: string, q: string, value: string) => {
+      const to = map.get(value);
+      return to === undefined ? whole : `${pre}${q}${escapeAttr(to)}${q}`;
+    });
+  });
+}
+
+/** The RBD `pool/image` names the XML's disks use, in document order. */
+export function rbdSourceNames(xml: string): string[] {
+  const out: string[] = [];
+  for (const tag of xml.match(SOURCE_TAG) ?? []) {
+    if (!/\sprotocol=(['"])rbd\1/.test(tag)) continue;
+    const m = ATTR('name').exec(tag);
+    if (m) out.push(m[3]);
+  }
+  return out;
+}
+
+export interface NewDomainEdits {
+  name: string;
+  uuid: string;
+  /** Old `pool/image` → new `pool/image`. */
+  disks: ReadonlyMap<string, string>;
+}
+
+/**
+ * A definition for a new VM made from another's: new name and UUID, no MAC addresses (libvirt
+ * generates new ones), disks swapped, and every host file path of a character device (serial
+ * and console logs, unix sockets of channels, chardev logs) moved to `<dir>/<name>.<file>`, so
+ * the new VM never truncates the original's console log or steals its sockets.
+ */
+export function rewriteForNewDomain(xml: string, e: NewDomainEdits): string {
+  let out = replaceFirstElementText(xml, 'name', e.name);
+  out = replaceFirstElementText(out, 'uuid', e.uuid);
+  out = out.replace(/[ \t]*<mac\s+address=(['"])[^'"]*\1\s*\/>\s*\n?/g, '');
+  out = swapRbdSources(out, e.disks);
+  out = out.replace(/<(source|log)\b[^>]*>/g, (tag) =>
+    tag.replace(ATTR(tag.startsWith('<log') ? 'file' : 'path'), (_w, pre: string, q: string, p: string) => `${pre}${q}${escapeAttr(renamePath(p, e.name))}${q}`),
+  );
+  return out;
+}
+
+function renamePath(p: string, name: string): string {
+  const i = p.lastIndexOf('/');
+  return i < 0 ? `${name}.${p}` : `${p.slice(0, i + 1)}${name}.${p.slice(i + 1)}`;
+}
+
+function replaceFirstElementText(xml: string, element: string, text: string): string {
+  const re = new RegExp(`<${element}>[^<]*</${element}>`);
+  if (!re.test(xml)) throw new Error(`domain XML has no <${element}>`);
+  return xml.replace(re, `<${element}>${escapeText(text)}</${element}>`);
+}
+
+function escapeAttr(s: string): string {
+  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/'/g, '&apos;').replace(/"/g, '&quot;');
+}
+
+function escapeText(s: string): string {
+  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;');
+}
