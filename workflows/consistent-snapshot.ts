@@ -14,6 +14,7 @@ import { Compensations } from './compensations';
 import { acquireDomainLock } from './domain-lock';
 import { Progress } from './progress';
 import { applyRetentionPolicy } from './retention';
+import { timed } from './timed';
 
 /**
  * inspect → freeze → snapshot every disk → thaw → clone → flatten → finalize.
@@ -230,14 +231,6 @@ function breakdown(c: Capture): SnapshotResult['freezeBreakdownMs'] {
   return { freeze: round(freeze), snapshot: round(snapshot), thaw: round(thaw), gaps: round(total - freeze - snapshot - thaw) };
 }
 
-async function timed<T>(steps: Record<string, number>, name: string, fn: () => Promise<T>): Promise<T> {
-  const t0 = Date.now();
-  try {
-    return await fn();
-  } finally {
-    steps[name] = Date.now() - t0;
-  }
-}
 
 function round(ms: number): number {
   return Math.round(ms * 10) / 10;

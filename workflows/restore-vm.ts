@@ -9,6 +9,7 @@ import { SA } from '../src/model/search-attributes';
 import { Compensations } from './compensations';
 import { Progress } from './progress';
 import { restoreCopies, restoreDomainOps, restorePlanning, restoreUndo, restoreWaits } from './restore-profiles';
+import { timed } from './timed';
 
 /**
  * plan → (stop) → clone every disk (→ flatten) (→ verify) → define → start → agent answers.
@@ -117,14 +118,5 @@ export async function restoreVm(request: RestoreRequest): Promise<RestoreResult>
       restoreCopies(inp).verifyRestoreDisk.executeWithOptions({ summary: `verify ${rbdSpec(d.clone)}` }, [req]),
     );
     return v.sha256;
-  }
-}
-
-async function timed<T>(steps: Record<string, number>, name: string, fn: () => Promise<T>): Promise<T> {
-  const t0 = Date.now();
-  try {
-    return await fn();
-  } finally {
-    steps[name] = Date.now() - t0;
   }
 }

@@ -4,9 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
+import { Client, Connection } from '@temporalio/client';
 import type { WorkflowHandle } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
 import type { SnapshotRequest } from '../../src/model/input';
 import type { SnapshotResult } from '../../src/model/types';
 import { LibvirtClient } from '../../src/libvirt';
@@ -19,6 +18,7 @@ import { CephView } from '../helpers/ceph-inspect';
 import { cliEnv, vmsnapCli } from '../helpers/cli';
 import { ensureThawed, freezeStatus, virsh } from '../helpers/guest';
 import { uniqueId } from '../helpers/harness';
+import { failureOf } from '../helpers/failure-of';
 import { labVars, need } from '../helpers/lab';
 import { fsStates, quiescedTruthViolations } from '../helpers/truth';
 import { sleep, WorkerProcess } from '../helpers/worker-process';
@@ -71,14 +71,7 @@ async function start(w: WorkerProcess, request: SnapshotRequest): Promise<Workfl
 }
 
 async function failureType(p: Promise<unknown>): Promise<string | undefined> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(WorkflowFailedError);
-  let c: unknown = (err as WorkflowFailedError).cause;
-  while (c && !(c instanceof ApplicationFailure)) c = (c as { cause?: unknown }).cause;
-  return (c as ApplicationFailure | undefined)?.type ?? undefined;
+  return (await failureOf(p)).type ?? undefined;
 }
 
 /** Everything of a run's names on the guest's source images and in the image pool. */

@@ -1,6 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { WorkflowFailedError } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
 import type { SnapshotResult } from '../../src/model/types';
 import type { SnapshotRequest } from '../../src/model/input';
 import { startHarness, uniqueId } from '../helpers/harness';
@@ -10,6 +8,7 @@ import { ensureThawed, freezeStatus } from '../helpers/guest';
 import { need } from '../helpers/lab';
 import { longestGap, readTicks, snapshotFsState } from '../../src/lab/probe';
 import { recordHistory } from '../helpers/histories';
+import { failureOf } from '../helpers/failure-of';
 
 let h: Harness;
 let ceph: CephView;
@@ -33,18 +32,6 @@ afterAll(async () => {
 
 async function run(request: SnapshotRequest, workflowId = uniqueId('t')): Promise<SnapshotResult> {
   return h.client.workflow.execute('consistentSnapshot', { taskQueue: h.hw.taskQueue, workflowId, args: [request] });
-}
-
-async function failureOf(p: Promise<unknown>): Promise<ApplicationFailure> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(WorkflowFailedError);
-  let c: unknown = (err as WorkflowFailedError).cause;
-  while (c && !(c instanceof ApplicationFailure)) c = (c as { cause?: unknown }).cause;
-  expect(c).toBeInstanceOf(ApplicationFailure);
-  return c as ApplicationFailure;
 }
 
 function fsRef(pool: string, image: string, snap: string) {
