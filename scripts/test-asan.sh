@@ -30,8 +30,15 @@ export UBSAN_OPTIONS="log_path=$logs/ubsan:halt_on_error=1:print_stacktrace=1"
 export VMSNAP_RBD_ADDON="$addon"
 
 rc=0
-LD_PRELOAD="$libasan${LD_PRELOAD:+:$LD_PRELOAD}" \
-  npx vitest run test/unit/ceph- test/integration/ceph- || rc=$?
+# libstdc++ right after the ASan runtime: the tests' children inherit LD_PRELOAD, and in a program
+# that loads libstdc++ only later (the python `ceph` CLI) ASan's __cxa_throw interceptor finds no
+# real symbol and aborts ("CHECK failed: real___cxa_throw != 0") before the command runs.
+libstdcxx="$(gcc -print-file-name=libstdc++.so.6)"
+# ceph-leak is not run here: it bounds RSS growth, and ASan's allocator quarantines freed memory by
+# design. Timing bounds in the files that run scale by VMSNAP_ASAN_SLOWDOWN.
+export VMSNAP_ASAN_SLOWDOWN=3
+LD_PRELOAD="$libasan:$libstdcxx${LD_PRELOAD:+:$LD_PRELOAD}" \
+  npx vitest run test/unit/ceph- test/integration/ceph- --exclude test/integration/ceph-leak.test.ts || rc=$?
 
 if compgen -G "$logs/*" >/dev/null; then
   for f in "$logs"/*; do

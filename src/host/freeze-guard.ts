@@ -1,6 +1,7 @@
 import { execFile, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { promises as fs } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { bootId, monoMs } from './clock';
@@ -155,6 +156,15 @@ export class FreezeGuard {
     // leaves it running. Not a shell: the arguments travel as one JSON argv element.
     const child = spawn(process.execPath, [...execArgv, file, JSON.stringify(args)], { detached: true, stdio: 'ignore' });
     child.unref();
+    // Its start-up (a Node process) must not take CPU from the guest's freeze right after it: it
+    // has until the deadline, seconds away, to be ready.
+    if (child.pid) {
+      try {
+        os.setPriority(child.pid, 10);
+      } catch {
+        // not permitted here: it then starts at the worker's priority
+      }
+    }
     const journaled: JournalEntry = { ...entry, guardPid: child.pid };
     await this.journal.write(journaled);
     return journaled;

@@ -84,7 +84,8 @@ describe('bounded snapshots through the Snapshotter child', () => {
       `[ceph-snapshotter] snap create median: via child ${median(viaChild).toFixed(1)} ms, in-process ` +
         `${median(direct).toFixed(1)} ms; snapExists round trip via child ${median(ipc).toFixed(2)} ms`,
     );
-    expect(median(ipc)).toBeLessThan(20);
+    // Under the ASan lane every allocation is slower (scripts/test-asan.sh sets the factor).
+    expect(median(ipc)).toBeLessThan(20 * Number(process.env.VMSNAP_ASAN_SLOWDOWN ?? '1'));
     const dup = await snapshotter.createSnaps([req(name, 'c0')], { timeoutMs: 5000 });
     expect(dup.failed[0]?.error).toMatchObject({ errno: 17, call: 'rbd_snap_create' });
     const removed = await snapshotter.removeSnaps([req(name, 'c0'), req(name, 'nope')], { timeoutMs: 5000 });
