@@ -14,6 +14,10 @@ export interface FinalizeRequest {
   image?: RbdLocation;
   quiesced: boolean;
   verify?: boolean;
+  /** The freeze the result comes from, recorded beside `quiesced` (see src/model/quiesce-record.ts). */
+  frozenFilesystems?: number;
+  frozenAt?: string;
+  quiesceReason?: string;
 }
 
 /**
@@ -27,7 +31,7 @@ export function finalizeDisk(deps: ActivityDeps) {
       const io = await deps.ioctx(req.source.pool, req.source.namespace);
       const src = await translating('open source image', () => openImage(io, req.source.image));
       try {
-        await src.metadataSet(snapDoneKey(req.snap), JSON.stringify({ quiesced: req.quiesced, at: new Date().toISOString() }));
+        await src.metadataSet(snapDoneKey(req.snap), JSON.stringify({ quiesced: req.quiesced, at: new Date().toISOString(), ...record(req) }));
       } finally {
         await src.close();
       }
@@ -41,6 +45,10 @@ export function finalizeDisk(deps: ActivityDeps) {
       if (!(await img.snapExists(IMAGE_SNAP))) await translating('create image snapshot', () => img.createSnap(IMAGE_SNAP));
       if (!(await img.isSnapProtected(IMAGE_SNAP))) await translating('protect image snapshot', () => img.protectSnap(IMAGE_SNAP));
       await img.metadataSet(META.quiesced, String(req.quiesced));
+      const r = record(req);
+      if (r.frozenFilesystems !== undefined) await img.metadataSet(META.frozenFilesystems, String(r.frozenFilesystems));
+      if (r.frozenAt) await img.metadataSet(META.frozenAt, r.frozenAt);
+      if (r.reason) await img.metadataSet(META.quiesceReason, r.reason);
       await img.metadataSet(META.state, 'complete');
       bytes = (await img.stat()).size;
     } finally {
@@ -48,6 +56,14 @@ export function finalizeDisk(deps: ActivityDeps) {
     }
     await removeSourceSnap(deps, req.source, req.snap);
     return { bytes, ...(sha256 ? { sha256 } : {}) };
+  };
+}
+
+function record(req: FinalizeRequest): { frozenFilesystems?: number; frozenAt?: string; reason?: string } {
+  return {
+    ...(req.frozenFilesystems !== undefined ? { frozenFilesystems: req.frozenFilesystems } : {}),
+    ...(req.frozenAt ? { frozenAt: req.frozenAt } : {}),
+    ...(req.quiesceReason ? { reason: req.quiesceReason } : {}),
   };
 }
 

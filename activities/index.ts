@@ -10,6 +10,7 @@ import { finalizeDisk } from './finalize';
 import { removeImages, removeSourceSnaps } from './cleanup';
 import { applyRetention } from './retention';
 import { prepareSnapshots } from './prepare';
+import { endPredecessorFreeze } from './predecessor';
 
 export type { ActivityDeps } from './deps';
 
@@ -19,6 +20,7 @@ export function createActivities(deps: ActivityDeps) {
     inspectDomain: inspectDomain(deps),
     checkTargets: checkTargets(deps),
     prepareSnapshots: prepareSnapshots(deps),
+    endPredecessorFreeze: endPredecessorFreeze(deps),
     freezeGuest: freezeGuest(deps),
     snapshotDisks: snapshotDisks(deps),
     thawGuest: thawGuest(deps),

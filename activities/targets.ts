@@ -1,6 +1,8 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { imageExists, openImage } from '../src/ceph';
 import { FailureType } from '../src/model/failures';
+import { recordFromJson, recordFromMeta } from '../src/model/quiesce-record';
+import type { FoundRecord, QuiesceRecord } from '../src/model/quiesce-record';
 import { META, snapDoneKey } from '../src/model/types';
 import type { DiskPlan } from '../src/model/types';
 import type { ActivityDeps } from './deps';
@@ -18,6 +20,8 @@ export interface TargetsState {
   staleImages: DiskPlan[];
   /** Source snapshots of an earlier attempt (to remove: we cannot vouch for their freeze). */
   staleSnaps: DiskPlan[];
+  /** When complete: what each disk's result records about its freeze (for the reused result). */
+  records?: FoundRecord[];
 }
 
 /**
@@ -29,27 +33,35 @@ export function checkTargets(deps: ActivityDeps) {
   return async function checkTargets(req: TargetsRequest): Promise<TargetsState> {
     const staleImages: DiskPlan[] = [];
     const staleSnaps: DiskPlan[] = [];
-    let finished = 0;
+    const records: FoundRecord[] = [];
+    const finished: DiskPlan[] = [];
     for (const d of req.disks) {
       if (d.image) {
-        if (await imageDone(deps, d, req.workflowId, staleImages)) finished++;
-        else if ((await sourceSnapState(deps, d)).exists) staleSnaps.push(d);
+        const done = await imageDone(deps, d, req.workflowId, staleImages);
+        if (done) {
+          finished.push(d);
+          records.push({ target: d.target, record: done.record });
+        } else if ((await sourceSnapState(deps, d)).exists) staleSnaps.push(d);
       } else {
         // Snapshot-only: the kept snapshot is the result; one open tells both whether it exists and is done.
         const src = await sourceSnapState(deps, d);
-        if (src.done) finished++;
-        else if (src.exists) staleSnaps.push(d);
+        if (src.done) {
+          finished.push(d);
+          records.push({ target: d.target, record: src.record });
+        } else if (src.exists) staleSnaps.push(d);
       }
     }
-    const complete = finished === req.disks.length;
-    return complete ? { complete, staleImages: [], staleSnaps: [] } : { complete, staleImages, staleSnaps };
+    if (finished.length === req.disks.length) return { complete: true, staleImages: [], staleSnaps: [], records };
+    // Some disks finished, not all: this run freezes again, and one result must come from one
+    // freeze, so the finished images of the earlier freeze go too (kept snapshots are replaced by prepare).
+    return { complete: false, staleImages: [...staleImages, ...finished.filter((d) => d.image)], staleSnaps };
   };
 }
 
-async function imageDone(deps: ActivityDeps, d: DiskPlan, workflowId: string, stale: DiskPlan[]): Promise<boolean> {
+async function imageDone(deps: ActivityDeps, d: DiskPlan, workflowId: string, stale: DiskPlan[]): Promise<{ record?: QuiesceRecord } | undefined> {
   const target = d.image!;
   const io = await deps.ioctx(target.pool, target.namespace);
-  if (!(await translating('check target image', () => imageExists(io, target.image)))) return false;
+  if (!(await translating('check target image', () => imageExists(io, target.image)))) return undefined;
   const img = await translating('open target image', () => openImage(io, target.image));
   try {
     const owner = await img.metadataGet(META.workflowId);
@@ -59,21 +71,25 @@ async function imageDone(deps: ActivityDeps, d: DiskPlan, workflowId: string, st
         FailureType.NameConflict,
       );
     }
-    if ((await img.metadataGet(META.state)) === 'complete') return true;
+    if ((await img.metadataGet(META.state)) === 'complete') {
+      const meta = await img.metadataList();
+      return { record: recordFromMeta((k) => meta[k], { quiesced: META.quiesced, frozenFilesystems: META.frozenFilesystems, frozenAt: META.frozenAt, reason: META.quiesceReason }) };
+    }
     stale.push(d);
-    return false;
+    return undefined;
   } finally {
     await img.close();
   }
 }
 
 /** Whether this run's snapshot exists on the source image, and whether it was marked finished. */
-async function sourceSnapState(deps: ActivityDeps, d: DiskPlan): Promise<{ exists: boolean; done: boolean }> {
+async function sourceSnapState(deps: ActivityDeps, d: DiskPlan): Promise<{ exists: boolean; done: boolean; record?: QuiesceRecord }> {
   const io = await deps.ioctx(d.source.pool, d.source.namespace);
   const img = await translating('open source image', () => openImage(io, d.source.image));
   try {
     const exists = await img.snapExists(d.sourceSnap);
-    return { exists, done: exists && (await img.metadataGet(snapDoneKey(d.sourceSnap))) !== null };
+    const marker = exists ? await img.metadataGet(snapDoneKey(d.sourceSnap)) : null;
+    return { exists, done: marker !== null, record: recordFromJson(marker) };
   } finally {
     await img.close();
   }
