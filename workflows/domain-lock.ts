@@ -10,6 +10,7 @@ import {
   setHandler,
   sleep,
   startChild,
+  workflowInfo,
 } from '@temporalio/workflow';
 import { FailureType } from '../src/model/failures';
 import { lockWorkflowId } from '../src/model/naming';
@@ -62,7 +63,7 @@ export async function acquireDomainLock(domain: { name: string; uuid: string }, 
       // A Reset terminates the run it replaces without terminating that run's lock (observed on
       // Temporal 1.5.1's dev server): the lock still names this workflow id as its holder. Only
       // one run of an id runs at a time, so that holder is gone: take the lock back.
-      if (!(err instanceof WorkflowExecutionAlreadyStartedError) || !patched('vmsnap-lock-takeover')) throw err;
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError) || !isResetRun() || !patched('vmsnap-lock-takeover')) throw err;
       handle = await takeOver(lockId, holder.workflowId, start, err);
     }
     const child = handle;
@@ -105,6 +106,12 @@ export async function acquireDomainLock(domain: { name: string; uuid: string }, 
     }
     throw err;
   }
+}
+
+/** A run made by Reset keeps the replaced run's first run id (its start event is copied). */
+function isResetRun(): boolean {
+  const info = workflowInfo();
+  return info.firstExecutionRunId !== info.runId && !info.continuedFromExecutionRunId;
 }
 
 /** Asks a running lock to release itself if it is held for this workflow id, then starts ours. */
