@@ -20,8 +20,17 @@ export interface PredecessorRequest {
 export function endPredecessorFreeze(deps: ActivityDeps) {
   const thaw = thawGuest(deps);
   return async function endPredecessorFreeze(req: PredecessorRequest): Promise<{ thawedFor?: string }> {
-    const entry = await deps.guard.read(req.domainUuid);
+    let entry = await deps.guard.read(req.domainUuid);
     if (!entry || !isPredecessor(entry.owner, req.workflowId, req.runId)) return {};
+    // The replaced run's workflow task may still be running its window in this worker (a
+    // terminated run's local activities go on until its task completes): let it snapshot and
+    // thaw, so its snapshot lands before prepare removes it, not after. Bounded by its deadline.
+    const until = Math.min(entry.deadlineAt, Date.now() + 20_000);
+    while (entry && Date.now() < until) {
+      await new Promise((r) => setTimeout(r, 200));
+      entry = await deps.guard.read(req.domainUuid);
+    }
+    if (!entry) return { thawedFor: 'itself' };
     deps.log.warn('thawing a freeze left by an earlier run of this workflow id', { workflowId: req.workflowId, domain: req.domainName, owner: entry.owner });
     await thaw({ domainUuid: req.domainUuid, domainName: req.domainName, agentTimeoutSec: req.agentTimeoutSec, thawedBy: 'reconcile' });
     return { thawedFor: entry.owner };
