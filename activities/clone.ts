@@ -26,7 +26,7 @@ export interface CloneRequest {
  * retries and cleanup only ever touch what this workflow created.
  */
 export function cloneDisk(deps: ActivityDeps) {
-  return async function cloneDisk(req: CloneRequest): Promise<{ recloned: boolean }> {
+  return async function cloneDisk(req: CloneRequest): Promise<{ recloned: boolean; complete?: boolean }> {
     const childIo = await deps.ioctx(req.image.pool, req.image.namespace);
     let recloned = false;
     if (await imageExists(childIo, req.image.image)) {
@@ -37,7 +37,9 @@ export function cloneDisk(deps: ActivityDeps) {
       } finally {
         await img.close();
       }
-      if (done) return { recloned: false };
+      // Finished by an earlier run of this id (a reset to a point after the freeze): its source
+      // snapshot is gone, so the workflow skips flatten and finalize for it.
+      if (done) return { recloned: false, complete: true };
       // An earlier attempt's clone. Its flatten may have been interrupted, and re-running an
       // interrupted flatten corrupts data on Ceph 16 (tracker 68998): start from a fresh clone.
       await translating('remove stale clone', () => removeImage(childIo, req.image.image));

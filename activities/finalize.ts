@@ -15,6 +15,10 @@ export interface FinalizeRequest {
   image?: RbdLocation;
   quiesced: boolean;
   verify?: boolean;
+  /** The freeze the result comes from, recorded beside `quiesced` (see src/model/quiesce-record.ts). */
+  frozenFilesystems?: number;
+  frozenAt?: string;
+  quiesceReason?: string;
 }
 
 /**
@@ -34,6 +38,7 @@ export function finalizeDisk(deps: ActivityDeps) {
         recordedAt: rec?.recordedAt ?? new Date().toISOString(),
         state: 'kept',
         quiesced: req.quiesced,
+        ...record(req),
       });
       return {};
     }
@@ -45,6 +50,10 @@ export function finalizeDisk(deps: ActivityDeps) {
       if (!(await img.snapExists(IMAGE_SNAP))) await translating('create image snapshot', () => img.createSnap(IMAGE_SNAP));
       if (!(await img.isSnapProtected(IMAGE_SNAP))) await translating('protect image snapshot', () => img.protectSnap(IMAGE_SNAP));
       await img.metadataSet(META.quiesced, String(req.quiesced));
+      const r = record(req);
+      if (r.frozenFilesystems !== undefined) await img.metadataSet(META.frozenFilesystems, String(r.frozenFilesystems));
+      if (r.frozenAt) await img.metadataSet(META.frozenAt, r.frozenAt);
+      if (r.reason) await img.metadataSet(META.quiesceReason, r.reason);
       await img.metadataSet(META.state, 'complete');
       bytes = (await img.stat()).size;
     } finally {
@@ -52,6 +61,14 @@ export function finalizeDisk(deps: ActivityDeps) {
     }
     await removeSourceSnaps(deps, [{ source: req.source, snap: req.snap }], { lateMayLand: false });
     return { bytes, ...(sha256 ? { sha256 } : {}) };
+  };
+}
+
+function record(req: FinalizeRequest): { frozenFilesystems?: number; frozenAt?: string; reason?: string } {
+  return {
+    ...(req.frozenFilesystems !== undefined ? { frozenFilesystems: req.frozenFilesystems } : {}),
+    ...(req.frozenAt ? { frozenAt: req.frozenAt } : {}),
+    ...(req.quiesceReason ? { reason: req.quiesceReason } : {}),
   };
 }
 

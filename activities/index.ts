@@ -12,6 +12,7 @@ import { applyRetention } from './retention';
 import { prepareSnapshots } from './prepare';
 import { recordRestorePoint } from './restore-point';
 import { restoreActivities } from './restore';
+import { endPredecessorFreeze } from './predecessor';
 
 export type { ActivityDeps } from './deps';
 
@@ -21,6 +22,7 @@ export function createActivities(deps: ActivityDeps) {
     inspectDomain: inspectDomain(deps),
     checkTargets: checkTargets(deps),
     prepareSnapshots: prepareSnapshots(deps),
+    endPredecessorFreeze: endPredecessorFreeze(deps),
     freezeGuest: freezeGuest(deps),
     snapshotDisks: snapshotDisks(deps),
     thawGuest: thawGuest(deps),

@@ -1,6 +1,8 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { imageExists, laneKey, openImage } from '../src/ceph';
 import { FailureType } from '../src/model/failures';
+import { recordFromMeta, recordFromObject } from '../src/model/quiesce-record';
+import type { FoundRecord, QuiesceRecord } from '../src/model/quiesce-record';
 import { META } from '../src/model/types';
 import type { DiskPlan } from '../src/model/types';
 import type { ActivityDeps } from './deps';
@@ -19,6 +21,8 @@ export interface TargetsState {
   staleImages: DiskPlan[];
   /** Source snapshots of an earlier attempt (to remove: we cannot vouch for their freeze). */
   staleSnaps: DiskPlan[];
+  /** When complete: what each disk's result records about its freeze (for the reused result). */
+  records?: FoundRecord[];
 }
 
 /**
@@ -30,28 +34,36 @@ export function checkTargets(deps: ActivityDeps) {
   return async function checkTargets(req: TargetsRequest): Promise<TargetsState> {
     const staleImages: DiskPlan[] = [];
     const staleSnaps: DiskPlan[] = [];
-    let finished = 0;
     const lane = laneKey(req.disks.map((d) => ({ ...d.source, snap: d.sourceSnap }))); // the VM's snapshotter lane
+    const records: FoundRecord[] = [];
+    const finished: DiskPlan[] = [];
     for (const d of req.disks) {
       if (d.image) {
-        if (await imageDone(deps, d, req.workflowId, staleImages)) finished++;
-        else if ((await sourceSnapState(deps, d, lane)).exists) staleSnaps.push(d);
+        const done = await imageDone(deps, d, req.workflowId, staleImages);
+        if (done) {
+          finished.push(d);
+          records.push({ target: d.target, record: done.record });
+        } else if ((await sourceSnapState(deps, d, lane)).exists) staleSnaps.push(d);
       } else {
-        // Snapshot-only: the kept snapshot is the result, marked done in its owner record.
+        // Snapshot-only: the kept snapshot is the result; its owner record says whether it is done and how it was made.
         const src = await sourceSnapState(deps, d, lane);
-        if (src.done) finished++;
-        else if (src.exists) staleSnaps.push(d);
+        if (src.done) {
+          finished.push(d);
+          records.push({ target: d.target, record: src.record });
+        } else if (src.exists) staleSnaps.push(d);
       }
     }
-    const complete = finished === req.disks.length;
-    return complete ? { complete, staleImages: [], staleSnaps: [] } : { complete, staleImages, staleSnaps };
+    if (finished.length === req.disks.length) return { complete: true, staleImages: [], staleSnaps: [], records };
+    // Some disks finished, not all: this run freezes again, and one result must come from one
+    // freeze, so the finished images of the earlier freeze go too (kept snapshots are replaced by prepare).
+    return { complete: false, staleImages: [...staleImages, ...finished.filter((d) => d.image)], staleSnaps };
   };
 }
 
-async function imageDone(deps: ActivityDeps, d: DiskPlan, workflowId: string, stale: DiskPlan[]): Promise<boolean> {
+async function imageDone(deps: ActivityDeps, d: DiskPlan, workflowId: string, stale: DiskPlan[]): Promise<{ record?: QuiesceRecord } | undefined> {
   const target = d.image!;
   const io = await deps.ioctx(target.pool, target.namespace);
-  if (!(await translating('check target image', () => imageExists(io, target.image)))) return false;
+  if (!(await translating('check target image', () => imageExists(io, target.image)))) return undefined;
   const img = await translating('open target image', () => openImage(io, target.image));
   try {
     const owner = await img.metadataGet(META.workflowId);
@@ -61,9 +73,12 @@ async function imageDone(deps: ActivityDeps, d: DiskPlan, workflowId: string, st
         FailureType.NameConflict,
       );
     }
-    if ((await img.metadataGet(META.state)) === 'complete') return true;
+    if ((await img.metadataGet(META.state)) === 'complete') {
+      const meta = await img.metadataList();
+      return { record: recordFromMeta((k) => meta[k], { quiesced: META.quiesced, frozenFilesystems: META.frozenFilesystems, frozenAt: META.frozenAt, reason: META.quiesceReason }) };
+    }
     stale.push(d);
-    return false;
+    return undefined;
   } finally {
     await img.close();
   }
@@ -73,7 +88,9 @@ async function imageDone(deps: ActivityDeps, d: DiskPlan, workflowId: string, st
  * Whether this run's snapshot exists on the source image (in the VM's snapshotter lane: no
  * librbd call in the worker's session), and whether its owner record marks it a kept result.
  */
-async function sourceSnapState(deps: ActivityDeps, d: DiskPlan, lane: string): Promise<{ exists: boolean; done: boolean }> {
+async function sourceSnapState(deps: ActivityDeps, d: DiskPlan, lane: string): Promise<{ exists: boolean; done: boolean; record?: QuiesceRecord }> {
   const exists = await sourceSnapExists(deps, d.source, d.sourceSnap, lane);
-  return { exists, done: exists && (await readOwner(deps, d.source, d.sourceSnap))?.state === 'kept' };
+  const owner = exists ? await readOwner(deps, d.source, d.sourceSnap) : null;
+  const done = owner?.state === 'kept';
+  return { exists, done, ...(done ? { record: recordFromObject(owner) } : {}) };
 }

@@ -5,9 +5,11 @@ import { parseSnapshotInput } from '../src/model/input';
 import type { SnapshotInput, SnapshotRequest } from '../src/model/input';
 import { IMAGE_SNAP, rbdUrl } from '../src/model/naming';
 import { planSnapshot } from '../src/model/plan';
+import { reusedQuiesce } from '../src/model/quiesce-record';
+import type { FoundRecord } from '../src/model/quiesce-record';
 import { SA } from '../src/model/search-attributes';
 import type { DiskPlan, DiskResult, InspectResult, SnapshotPlan, SnapshotResult } from '../src/model/types';
-import { cleanup, flattening, imageOps, inspection } from './activity-profiles';
+import { cleanup, flattening, imageOps, inspection, prepareLocal } from './activity-profiles';
 import { captureDisks } from './capture';
 import type { Capture } from './capture';
 import { Compensations } from './compensations';
@@ -55,7 +57,7 @@ export async function consistentSnapshot(request: SnapshotRequest): Promise<Snap
     const targets = await timed(steps, 'checkTargets', () =>
       inspection().checkTargets.executeWithOptions({ summary: 'check target names' }, [{ workflowId, disks: plan.disks }]),
     );
-    if (targets.complete) return finish(await applyRetentionPolicy(input, plan, reused(plan, found, workflowId, steps), progress));
+    if (targets.complete) return finish(await applyRetentionPolicy(input, plan, reused(plan, found, workflowId, steps, targets.records), progress));
     if (targets.staleImages.length || targets.staleSnaps.length) {
       await removeImages(workflowId, targets.staleImages);
       await cleanup().removeSourceSnaps.executeWithOptions({ summary: 'remove an earlier attempt’s snapshots' }, [
@@ -92,6 +94,13 @@ async function snapshotAndCopy(
   const { workflowId } = workflowInfo();
   const saga = new Compensations();
   try {
+    // Histories recorded before this step replay without it.
+    if (plan.freeze && patched('vmsnap-end-predecessor-freeze')) {
+      const { runId } = workflowInfo();
+      await prepareLocal().endPredecessorFreeze.executeWithOptions({ summary: 'end an earlier run’s freeze' }, [
+        { workflowId, runId, domainUuid: plan.domain.uuid, domainName: plan.domain.name, agentTimeoutSec: input.agentTimeoutSec },
+      ]);
+    }
     const capture = await captureDisks(plan, input, saga, progress);
     Object.assign(steps, windowSteps(capture));
     upsertSearchAttributes([{ key: SA.quiesced, value: capture.quiesced }]);
@@ -113,6 +122,7 @@ async function snapshotAndCopy(
       quiesceReason: capture.quiesceReason,
       frozenFilesystems: capture.frozenFilesystems,
       freezeWindowMs: capture.freeze && capture.thaw ? round(capture.thaw.returnedAt - capture.freeze.startedAt) : null,
+      ...(capture.quiesced && capture.freeze ? { frozenAt: frozenAt(capture) } : {}),
       freezeBreakdownMs: breakdown(capture),
       disks: copies.map((c, i) => diskResult(plan.disks[i], found.fsid, c)),
       skippedDisks: plan.skipped,
@@ -134,9 +144,15 @@ async function copyDisk(
   steps: Record<string, number>,
 ): Promise<{ bytes?: number; sha256?: string } | undefined> {
   const { workflowId } = workflowInfo();
+  const record = {
+    quiesced: capture.quiesced,
+    frozenFilesystems: capture.frozenFilesystems,
+    quiesceReason: capture.quiesceReason,
+    ...(capture.quiesced && capture.freeze ? { frozenAt: frozenAt(capture) } : {}),
+  };
   if (!d.image) {
     await imageOps().finalizeDisk.executeWithOptions({ summary: `keep snapshot of ${d.target}` }, [
-      { source: d.source, snap: d.sourceSnap, quiesced: capture.quiesced },
+      { source: d.source, snap: d.sourceSnap, ...record },
     ]);
     return undefined;
   }
@@ -151,9 +167,11 @@ async function copyDisk(
     labels: input.labels,
   };
   progress.phase('clone');
-  await timed(steps, `clone:${d.target}`, () =>
+  const cloned = await timed(steps, `clone:${d.target}`, () =>
     imageOps().cloneDisk.executeWithOptions({ summary: `clone ${d.target} → ${d.image!.pool}/${d.image!.image}` }, [req]),
   );
+  // Finished by the run a Reset replaced (same freeze, same names): nothing left to copy.
+  if (cloned.complete && patched('vmsnap-skip-finished-disk')) return undefined;
   progress.phase('flatten');
   await timed(steps, `flatten:${d.target}`, () =>
     flattening(input).flattenDisk.executeWithOptions({ summary: `flatten ${d.image!.image}` }, [req]),
@@ -162,7 +180,7 @@ async function copyDisk(
   progress.phase('finalize');
   const fin = await timed(steps, `finalize:${d.target}`, () =>
     imageOps().finalizeDisk.executeWithOptions({ summary: `finalize ${d.image!.image}` }, [
-      { source: d.source, snap: d.sourceSnap, image: d.image, quiesced: capture.quiesced, verify: input.verify },
+      { source: d.source, snap: d.sourceSnap, image: d.image, ...record, verify: input.verify },
     ]),
   );
   return fin;
@@ -198,20 +216,33 @@ function diskResult(d: DiskPlan, fsid: string, copy: { bytes?: number; sha256?: 
   };
 }
 
-function reused(plan: SnapshotPlan, found: InspectResult, workflowId: string, steps: Record<string, number>): SnapshotResult {
+function reused(
+  plan: SnapshotPlan,
+  found: InspectResult,
+  workflowId: string,
+  steps: Record<string, number>,
+  records: FoundRecord[] | undefined,
+): SnapshotResult {
+  // What the images record; histories recorded before they recorded it replay the old answer.
+  const q = patched('vmsnap-reuse-records')
+    ? reusedQuiesce(records ?? [])
+    : { quiesced: false, quiesceReason: 'an earlier run of this workflow id already produced these images; see that run for its quiesce state', frozenFilesystems: 0 };
   return {
     workflowId,
     domain: plan.domain,
     host: found.host,
-    quiesced: false,
-    quiesceReason: 'an earlier run of this workflow id already produced these images; see that run for its quiesce state',
-    frozenFilesystems: 0,
+    ...q,
     freezeWindowMs: null,
     disks: plan.disks.map((d) => diskResult(d, found.fsid, undefined)),
     skippedDisks: plan.skipped,
     stepsMs: steps,
     reusedExisting: true,
   };
+}
+
+/** The freeze's identity on the images: when its call started, worker clock. */
+function frozenAt(c: Capture): string {
+  return new Date(Math.round(c.freeze!.startedAt)).toISOString();
 }
 
 function windowSteps(c: Capture): Record<string, number> {

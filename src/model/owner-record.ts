@@ -21,6 +21,10 @@ export interface OwnerRecord {
   /** `kept`: a finished snapshot-only result, no longer a run's temporary. */
   state: 'pending' | 'kept';
   quiesced?: boolean;
+  /** The freeze a kept snapshot comes from (see quiesce-record.ts): what a reset reports. */
+  frozenFilesystems?: number;
+  frozenAt?: string;
+  reason?: string;
 }
 
 /** omap key of one snapshot's record (the object is per pool/namespace). */

@@ -63,6 +63,10 @@ export const META = {
   state: 'vmsnap.state',
   createdAt: 'vmsnap.created-at',
   quiesced: 'vmsnap.quiesced',
+  /** With quiesced: the freeze the image comes from, so a reset or re-run can report it truthfully. */
+  frozenFilesystems: 'vmsnap.frozen-filesystems',
+  frozenAt: 'vmsnap.frozen-at',
+  quiesceReason: 'vmsnap.quiesce-reason',
   flattenStarted: 'vmsnap.flatten-started',
   labelPrefix: 'vmsnap.label.',
 } as const;
@@ -152,6 +156,8 @@ export interface SnapshotResult {
   frozenFilesystems: number;
   /** Worker-measured: freeze call start → thaw call return; null when nothing was frozen. */
   freezeWindowMs: number | null;
+  /** ISO time the freeze call started (worker clock), when quiesced; recorded on the images. */
+  frozenAt?: string;
   freezeBreakdownMs?: { freeze: number; snapshot: number; thaw: number; gaps: number };
   disks: DiskResult[];
   skippedDisks: { target: string; reason: string }[];

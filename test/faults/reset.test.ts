@@ -1,0 +1,248 @@
+import { execFile } from 'node:child_process';
+import { readdirSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client, Connection } from '@temporalio/client';
+import type { WorkflowHandle } from '@temporalio/client';
+import type { SnapshotRequest } from '../../src/model/input';
+import type { SnapshotResult } from '../../src/model/types';
+import { lockWorkflowId } from '../../src/model/naming';
+import { SA } from '../../src/model/search-attributes';
+import { longestGap, readTicks, snapshotFsState } from '../../src/lab/probe';
+import { CephView } from '../helpers/ceph-inspect';
+import { ensureThawed, freezeStatus } from '../helpers/guest';
+import { uniqueId } from '../helpers/harness';
+import { labVars, need } from '../helpers/lab';
+import { sleep, WorkerProcess } from '../helpers/worker-process';
+
+/*
+ * Operators retry runs the Temporal way: Reset (Web UI button or `temporal workflow reset`). Each
+ * cell resets a real run at one kind of point, with the Temporal CLI an operator would use, and
+ * checks on the real system: the new run COMPLETED, its `quiesced` matches the ext4 state of every
+ * image it reports (the truth oracle: a snapshot taken unfrozen needs journal recovery), the guest
+ * is thawed and was never frozen past the deadline + 2 s, no snapshot or image is left beside the
+ * result, and no lock workflow is left running.
+ */
+
+const run = promisify(execFile);
+const RUNS = Number(process.env.VMSNAP_FAULT_RUNS ?? '1');
+const DEADLINE_MS = 15_000;
+const PAUSE_MS = 3000;
+
+const vars = labVars();
+const ceph = new CephView(vars);
+let client: Client;
+let worker: WorkerProcess;
+
+beforeAll(async () => {
+  client = new Client({ connection: await Connection.connect({ address: need(vars, 'TEMPORAL_ADDRESS') }) });
+  // One worker for the file: every freeze pauses PAUSE_MS after the freeze call returned (so a
+  // reset can land while the guest is frozen); flatten progress only drops a marker.
+  worker = new WorkerProcess(vars, `reset-${uniqueId('h').slice(2)}`);
+  await worker.start({ points: ['freeze:after', 'flatten:progress'], pauseMs: PAUSE_MS });
+});
+
+afterAll(async () => {
+  await worker?.stop();
+  for (const g of ['VMSNAP_GUEST_1DISK', 'VMSNAP_GUEST_3DISK']) await ensureThawed(vars, need(vars, g));
+  await client?.connection.close();
+});
+
+const input = (domain: string, extra: Partial<SnapshotRequest> = {}): SnapshotRequest => ({
+  domain,
+  quiesce: 'require',
+  freezeDeadlineMs: DEADLINE_MS,
+  agentTimeoutSec: 3,
+  snapshotTimeoutMs: 5000,
+  ...extra,
+});
+
+/** `temporal workflow reset`, exactly as an operator types it; returns the new run's handle. */
+async function reset(workflowId: string, to: { type: 'FirstWorkflowTask' | 'LastWorkflowTask' } | { eventId: number }): Promise<{ handle: WorkflowHandle; eventId: number }> {
+  const before = (await client.workflow.getHandle(workflowId).describe()).runId;
+  const point = 'type' in to ? ['--type', to.type] : ['--event-id', String(to.eventId)];
+  const { stdout } = await run(
+    need(vars, 'TEMPORAL_BIN'),
+    ['workflow', 'reset', '--address', need(vars, 'TEMPORAL_ADDRESS'), '-w', workflowId, ...point, '--reason', 'operator retry (reset suite)'],
+    { timeout: 30_000 },
+  );
+  const eventId = Number(/event ID (\d+)/.exec(stdout)?.[1] ?? NaN);
+  const runId = (await client.workflow.getHandle(workflowId).describe()).runId;
+  expect(runId).not.toBe(before);
+  return { handle: client.workflow.getHandle(workflowId, runId), eventId };
+}
+
+/** The WorkflowTaskCompleted event that scheduled checkTargets: the last reset point before the freeze. */
+async function beforeFreezePoint(handle: WorkflowHandle): Promise<number> {
+  const history = await handle.fetchHistory();
+  const ev = history.events!.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'checkTargets');
+  return Number(ev!.activityTaskScheduledEventAttributes!.workflowTaskCompletedEventId);
+}
+
+function clearMarkers(): void {
+  for (const f of readdirSync(worker.faultDir)) rmSync(path.join(worker.faultDir, f), { force: true });
+}
+
+async function start(domain: string, extra: Partial<SnapshotRequest> = {}): Promise<WorkflowHandle> {
+  clearMarkers();
+  return client.workflow.start('consistentSnapshot', {
+    taskQueue: worker.taskQueue,
+    workflowId: uniqueId('reset'),
+    args: [input(domain, extra)],
+    workflowExecutionTimeout: '5m',
+  });
+}
+
+async function quiescedAttr(handle: WorkflowHandle): Promise<boolean | undefined> {
+  return (await handle.describe()).typedSearchAttributes.get(SA.quiesced);
+}
+
+/** ext4 state of every disk of a result: each image's `snap`, or the kept source snapshot. */
+async function fsStates(result: SnapshotResult): Promise<string[]> {
+  const out: string[] = [];
+  for (const d of result.disks) {
+    const [pool, image, snap] = d.image ? [...d.image.split('/'), 'snap'] : [...d.snapshot.split('@')[0].split('/'), d.snapshot.split('@')[1]];
+    out.push(await snapshotFsState({ cephConf: need(vars, 'CEPH_CONF'), id: 'admin', keyring: need(vars, 'CEPH_KEYRING'), pool, image, snap }));
+  }
+  return out;
+}
+
+/** Snapshots of this run's name on the guest's disks, and images of this id that are not the result's. */
+async function leftovers(domain: string, workflowId: string, result: SnapshotResult): Promise<string[]> {
+  const out: string[] = [];
+  const kept = new Set(result.disks.filter((d) => !d.image).map((d) => d.snapshot));
+  for (const img of (await ceph.images('vms')).filter((i) => i.startsWith(`${domain}-`))) {
+    for (const s of await ceph.vmsnapSnaps('vms', img)) if (s === `vmsnap-${workflowId}` && !kept.has(`vms/${img}@${s}`)) out.push(`vms/${img}@${s}`);
+  }
+  const owned = new Set(result.disks.map((d) => d.image?.split('/')[1]));
+  for (const img of (await ceph.images('images')).filter((i) => i.includes(workflowId))) if (!owned.has(img)) out.push(`images/${img}`);
+  return out;
+}
+
+async function removeKept(result: SnapshotResult): Promise<void> {
+  for (const d of result.disks.filter((x) => !x.image)) {
+    const [spec, snap] = d.snapshot.split('@');
+    await ceph.rbd('snap', 'rm', `${spec}@${snap}`).catch(() => undefined);
+    for (const k of [`vmsnap.done.${snap}`, `vmsnap.snap-owner.${snap}`]) await ceph.rbd('image-meta', 'remove', spec, k).catch(() => undefined);
+  }
+}
+
+/**
+ * The checks every cell ends with, on the run a reset produced. Returns its result.
+ */
+async function truthful(domain: string, handle: WorkflowHandle, since: number): Promise<SnapshotResult> {
+  const result = (await handle.result()) as SnapshotResult;
+  expect((await handle.describe()).status.name).toBe('COMPLETED');
+  const states = await fsStates(result);
+  expect(result.quiesced, `quiesced=${result.quiesced} (${result.quiesceReason}) but ext4: ${states.join(',')}`).toBe(states.every((s) => s === 'clean'));
+  expect(await quiescedAttr(handle)).toBe(result.quiesced);
+  expect(await freezeStatus(vars, domain)).toBe('thawed');
+  const gap = longestGap(await readTicks(domain, since - 1000), since, Date.now());
+  expect(gap?.ms ?? 0, 'longest probe stall').toBeLessThanOrEqual(DEADLINE_MS + 2000);
+  let left = await leftovers(domain, handle.workflowId, result);
+  // A terminated run's leftovers are the orphan reaper's (every 2 s in the test worker).
+  for (let i = 0; i < 20 && left.length; i++) {
+    await sleep(500);
+    left = await leftovers(domain, handle.workflowId, result);
+  }
+  expect(left).toEqual([]);
+  const lock = await client.workflow.getHandle(lockWorkflowId(result.domain.uuid)).describe();
+  expect(lock.status.name).not.toBe('RUNNING');
+  return result;
+}
+
+async function cell(body: () => Promise<void>): Promise<void> {
+  for (let i = 0; i < RUNS; i++) {
+    try {
+      await body();
+    } finally {
+      for (const g of ['VMSNAP_GUEST_1DISK', 'VMSNAP_GUEST_3DISK']) await ensureThawed(vars, need(vars, g));
+    }
+  }
+}
+
+describe.each([
+  // While frozen: g1 resets to the last workflow task (the lock is kept), g3 to the first (the
+  // new run takes its own id's lock back from the replaced run).
+  ['vmsnap-g1', 'VMSNAP_GUEST_1DISK', 'LastWorkflowTask'],
+  ['vmsnap-g3', 'VMSNAP_GUEST_3DISK', 'FirstWorkflowTask'],
+] as const)('Reset of a %s run', (_name, key, frozenPoint) => {
+  const domain = () => need(vars, key);
+
+  it('to the first and to the last workflow task of a completed run: the same truth as the original', () =>
+    cell(async () => {
+      const since = Date.now();
+      const first = await start(domain());
+      const original = (await first.result()) as SnapshotResult;
+      expect(original.quiesced).toBe(true);
+      const originalAttr = await quiescedAttr(first);
+      try {
+        const viaFirst = await reset(first.workflowId, { type: 'FirstWorkflowTask' });
+        const again = await truthful(domain(), viaFirst.handle, since);
+        expect(again.reusedExisting).toBe(true);
+        expect({ q: again.quiesced, n: again.frozenFilesystems, at: again.frozenAt }).toEqual({ q: original.quiesced, n: original.frozenFilesystems, at: original.frozenAt });
+        expect(await quiescedAttr(viaFirst.handle)).toBe(originalAttr);
+        expect(again.disks.map((d) => d.image)).toEqual(original.disks.map((d) => d.image));
+
+        const viaLast = await reset(first.workflowId, { type: 'LastWorkflowTask' });
+        const last = await truthful(domain(), viaLast.handle, since);
+        expect({ q: last.quiesced, n: last.frozenFilesystems, at: last.frozenAt }).toEqual({ q: original.quiesced, n: original.frozenFilesystems, at: original.frozenAt });
+        expect(await quiescedAttr(viaLast.handle)).toBe(originalAttr);
+      } finally {
+        await ceph.removeResultImages(original);
+      }
+    }));
+
+  /** Start a run, wait for `at`, reset it to `to`, check the new run; `fresh`: it froze again itself. */
+  const resetDuring = (at: 'freeze:after' | 'flatten:progress', to: (h: WorkflowHandle) => Promise<Parameters<typeof reset>[1]>, freshFreeze: boolean) =>
+    cell(async () => {
+      const since = Date.now();
+      let fresh = freshFreeze;
+      const h = await start(domain());
+      await worker.reached(at);
+      if (at === 'freeze:after') expect(await freezeStatus(vars, domain())).toBe('frozen');
+      const point = await to(h);
+      const resetAt = Date.now();
+      const { handle } = await reset(h.workflowId, point);
+      const result = await truthful(domain(), handle, since);
+      try {
+        expect(result.quiesced).toBe(true);
+        // The replaced run's own copy activities go on after a reset; when they finish first,
+        // the new run reuses their images (and reports their recorded freeze) instead.
+        if (result.reusedExisting) fresh = false;
+        // The result's freeze is the new run's own (after the reset), or the replaced run's one.
+        if (fresh) expect(Date.parse(result.frozenAt!)).toBeGreaterThan(resetAt);
+        else expect(Date.parse(result.frozenAt!)).toBeLessThan(resetAt);
+      } finally {
+        await ceph.removeResultImages(result);
+      }
+    });
+
+  it(`while the guest is frozen (to ${frozenPoint}, before the window): thaws the old freeze, freezes afresh`, () =>
+    resetDuring('freeze:after', async () => ({ type: frozenPoint }), true));
+
+  it('during the copy, to the point before the freeze: freezes afresh, one set of images', () =>
+    resetDuring('flatten:progress', async (h) => ({ eventId: await beforeFreezePoint(h) }), true));
+
+  it('during the copy, to the last workflow task (after the window): redoes the copy under the same names', () =>
+    resetDuring('flatten:progress', async () => ({ type: 'LastWorkflowTask' }), false));
+});
+
+describe('Reset of a snapshot-only run', () => {
+  it('to the first workflow task: the kept snapshot is reused and reported as recorded', () =>
+    cell(async () => {
+      const since = Date.now();
+      const domain = need(vars, 'VMSNAP_GUEST_1DISK');
+      const first = await start(domain, { target: { clone: false } });
+      const original = (await first.result()) as SnapshotResult;
+      try {
+        const { handle } = await reset(first.workflowId, { type: 'FirstWorkflowTask' });
+        const again = await truthful(domain, handle, since);
+        expect(again.reusedExisting).toBe(true);
+        expect({ q: again.quiesced, n: again.frozenFilesystems, at: again.frozenAt }).toEqual({ q: true, n: original.frozenFilesystems, at: original.frozenAt });
+      } finally {
+        await removeKept(original);
+      }
+    }));
+});
