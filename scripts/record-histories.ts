@@ -1,11 +1,11 @@
 /**
- * Re-records the workflow histories the replay test uses (test/fixtures/histories), from real
- * runs on the lab. Run after a deliberate, compatible workflow change:
- *   npx tsx scripts/record-histories.ts [guest...]
- * This is the only writer of those files (it sets VMSNAP_RECORD_HISTORIES=1 for recordHistory);
- * `npm test` never rewrites them.
+ * Records a set of workflow histories for the replay test (test/fixtures/histories/<set>), from
+ * real runs on the lab, when a workflow change is released:
+ *   npx tsx scripts/record-histories.ts --set <name> [case...]
+ * A set is never rewritten (a new release gets a new set; older sets keep proving that runs
+ * started under them still replay). This is the only writer of those files; `npm test` never is.
  */
-import { rmSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { startHarness, uniqueId } from '../test/helpers/harness';
 import { recordHistory, HISTORY_DIR } from '../test/helpers/histories';
@@ -19,8 +19,15 @@ const CASES: Record<string, (v: Record<string, string>) => { name: string; input
 };
 
 async function main(): Promise<void> {
-  process.env.VMSNAP_RECORD_HISTORIES = '1';
-  const which = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(CASES);
+  const args = process.argv.slice(2);
+  const at = args.indexOf('--set');
+  const set = at >= 0 ? args[at + 1] : undefined;
+  if (!set || !/^[\w.-]+$/.test(set)) throw new Error('usage: record-histories.ts --set <name> [case...] (cases: ' + Object.keys(CASES).join(', ') + ')');
+  const rest = args.filter((_a, i) => i !== at && i !== at + 1);
+  const unknown = rest.filter((c) => !(c in CASES));
+  if (unknown.length) throw new Error(`unknown case(s): ${unknown.join(', ')}`);
+  if (existsSync(path.join(HISTORY_DIR, set))) throw new Error(`set ${set} exists: a released set is never rewritten; pick a new name`);
+  const which = rest.length ? rest : Object.keys(CASES);
   const h = await startHarness();
   const ceph = new CephView(h.vars);
   try {
@@ -28,8 +35,7 @@ async function main(): Promise<void> {
       const { name, input } = CASES[key](h.vars);
       const id = uniqueId(name);
       const result: SnapshotResult = await h.client.workflow.execute('consistentSnapshot', { taskQueue: h.hw.taskQueue, workflowId: id, args: [input] });
-      rmSync(path.join(HISTORY_DIR, `${name}.json`), { force: true });
-      await recordHistory(h.client, id, name);
+      await recordHistory(h.client, id, set, name);
       await ceph.removeResultImages(result);
       console.log(`recorded ${name} (${id}), quiesced=${result.quiesced}`);
     }

@@ -7,7 +7,6 @@ import { CephView } from '../helpers/ceph-inspect';
 import { ensureThawed, freezeStatus } from '../helpers/guest';
 import { need } from '../helpers/lab';
 import { longestGap, readTicks, snapshotFsState } from '../../src/lab/probe';
-import { recordHistory } from '../helpers/histories';
 import { failureOf } from '../helpers/failure-of';
 
 let h: Harness;
@@ -65,7 +64,6 @@ describe('consistentSnapshot on the lab', () => {
     const id = uniqueId(`happy-${disks}`);
     const result = await run({ domain, quiesce: 'require', verify: true }, id);
     const until = Date.now();
-    await recordHistory(h.client, id, `happy-${disks}disk`);
 
     expect(result.quiesced).toBe(true);
     expect(result.frozenFilesystems).toBe(disks);

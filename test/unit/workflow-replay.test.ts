@@ -1,17 +1,17 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import path from 'node:path';
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { Worker, bundleWorkflowCode } from '@temporalio/worker';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
-import { HISTORY_DIR } from '../helpers/histories';
+import { historyFiles } from '../helpers/histories';
 import { workflowsPath } from '../../src/worker/workflows-path';
 
 /*
- * Histories recorded from real lab runs (test/fixtures/histories, refreshed by the integration
- * tests) replayed against today's workflow code: a non-deterministic change fails here.
+ * Histories recorded from real lab runs of released workflow code (test/fixtures/histories/<set>,
+ * written only by scripts/record-histories.ts) replayed against today's code: a change that would
+ * break a run in flight across an upgrade fails here.
  */
 describe('workflow determinism', () => {
-  const files = readdirSync(HISTORY_DIR).filter((f) => f.endsWith('.json'));
+  const files = historyFiles();
 
   it('has recorded histories to replay', () => {
     expect(files.length).toBeGreaterThan(0);
@@ -19,10 +19,7 @@ describe('workflow determinism', () => {
 
   it('replays every recorded history', async () => {
     const { code } = await bundleWorkflowCode({ workflowsPath: workflowsPath(), logger: quiet });
-    const histories = files.map((f) => ({
-      workflowId: f.replace(/\.json$/, ''),
-      history: historyFromJSON(JSON.parse(readFileSync(path.join(HISTORY_DIR, f), 'utf8'))),
-    }));
+    const histories = files.map((f) => ({ workflowId: f.id, history: historyFromJSON(JSON.parse(readFileSync(f.file, 'utf8'))) }));
     const results = Worker.runReplayHistories({ workflowBundle: { code }, replayName: 'vmsnap' }, histories);
     for await (const r of results) {
       expect(r.error, `${r.workflowId}: ${String(r.error)}`).toBeUndefined();
