@@ -1,6 +1,7 @@
 import type { LibvirtClient } from '../src/libvirt';
 import type { IoCtx, OmapCliOptions, RadosCluster, SnapshotterPool } from '../src/ceph';
 import type { RunScope } from '../src/model/identity';
+import type { FleetHost } from '../src/model/fleet';
 import type { FreezeGuard } from '../src/host/freeze-guard';
 import type { Metrics } from '../src/host/metrics';
 import type { Logger } from '../src/worker/logger';
@@ -26,6 +27,8 @@ export interface ActivityDeps {
   guard: FreezeGuard;
   metrics: Metrics;
   log: Logger;
+  /** The fleet registry and run control (Temporal client); set once the worker is connected. */
+  fleet?: { hosts(): Promise<FleetHost[]>; terminate(workflowId: string, reason: string): Promise<void> };
   /** Lets long activities report progress to their workflow (signals); optional in tests. */
   reportProgress?(workflowId: string, progress: unknown): Promise<void>;
 }

@@ -3,7 +3,8 @@ import { inspectDomain } from './inspect';
 import { checkTargets } from './targets';
 import { freezeGuest } from './freeze';
 import { snapshotDisks } from './snapshot';
-import { thawGuest } from './thaw';
+import { forgetFreeze, thawGuest } from './thaw';
+import { domainPresence, fleetHosts, terminateLostRun } from './fleet';
 import { cloneDisk } from './clone';
 import { flattenDisk } from './flatten';
 import { finalizeDisk } from './finalize';
@@ -26,6 +27,10 @@ export function createActivities(deps: ActivityDeps) {
     freezeGuest: freezeGuest(deps),
     snapshotDisks: snapshotDisks(deps),
     thawGuest: thawGuest(deps),
+    forgetFreeze: forgetFreeze(deps),
+    domainPresence: domainPresence(deps),
+    fleetHosts: fleetHosts(deps),
+    terminateLostRun: terminateLostRun(deps),
     cloneDisk: cloneDisk(deps),
     flattenDisk: flattenDisk(deps),
     finalizeDisk: finalizeDisk(deps),

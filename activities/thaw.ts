@@ -19,6 +19,12 @@ import { toFailure } from './failures';
 export function thawGuest(deps: ActivityDeps) {
   return async function thawGuest(req: ThawRequest): Promise<ThawResult> {
     const lv = await deps.libvirt();
+    if (req.thawedBy === 'handoff' && (await deps.guard.read(req.domainUuid))) {
+      // This host froze the guest itself since it arrived: that window is its run's to end.
+      const t = nowMs();
+      deps.log.warn('hand-off thaw skipped: this host holds its own freeze of the domain', { domain: req.domainName, owner: req.owner });
+      return { thawedFilesystems: 0, startedAt: t, returnedAt: t, skippedForLocalFreeze: true };
+    }
     const startedAt = nowMs();
     const startedMono = monoMs();
     let r: ThawOutcome;
@@ -37,7 +43,11 @@ export function thawGuest(deps: ActivityDeps) {
       const warning = await restoreAgentTimeout(lv, journaled);
       if (warning) deps.log.warn(warning, { domain: req.domainName });
     }
-    if (req.lateFreezeWatchMs && r.outcome === 'thawed') {
+    if (r.outcome === 'gone') {
+      // Gone from this host is not thawed: a live migration carries a frozen guest along. The
+      // entry stays (guard stopped) until the run's hand-off proves the thaw elsewhere and calls
+      // forgetFreeze, or, past the deadline, the sweeper hands it off itself.
+    } else if (req.lateFreezeWatchMs && r.outcome === 'thawed') {
       await deps.guard.watch(
         { domainUuid: req.domainUuid, domainName: req.domainName, owner: req.owner ?? workflowIdOrNone() ?? 'unknown', agentTimeoutSec: req.agentTimeoutSec },
         req.lateFreezeWatchMs,
@@ -45,7 +55,7 @@ export function thawGuest(deps: ActivityDeps) {
     } else {
       await deps.guard.clear(req.domainUuid);
     }
-    if (journaled?.mode === 'window') deps.metrics.add(M.frozenGuests, -1);
+    if (journaled?.mode === 'window' && r.outcome !== 'gone') deps.metrics.add(M.frozenGuests, -1);
     const thawedFilesystems = r.outcome === 'thawed' ? r.thawedFilesystems : 0;
     const layer = guardFiredAt ? 'guard' : req.thawedBy;
     deps.metrics.inc(M.thaws, { layer });
@@ -67,6 +77,19 @@ export function thawGuest(deps: ActivityDeps) {
       ...(guardFiredAt ? { guardFiredAt } : {}),
       ...(r.outcome === 'gone' ? { domainGone: true } : {}),
     };
+  };
+}
+
+/** After a hand-off proved the guest thawed where it runs now: this host's entry may go. */
+export function forgetFreeze(deps: ActivityDeps) {
+  return async function forgetFreeze(req: { domainUuid: string; owner: string }): Promise<{ forgotten: boolean }> {
+    const entry = await deps.guard.read(req.domainUuid);
+    // Only the run's own entry: a newer freeze of this domain on this host is somebody's window.
+    if (!entry || entry.owner !== req.owner) return { forgotten: false };
+    await deps.guard.release(req.domainUuid);
+    await deps.guard.clear(req.domainUuid);
+    if (entry.mode === 'window') deps.metrics.add(M.frozenGuests, -1);
+    return { forgotten: true };
   };
 }
 

@@ -54,6 +54,8 @@ export const ConfigSchema = z.strictObject({
   /** Clone/flatten/finalize activities at a time on this host (the bulk queue); see README "Bulk slots". */
   bulkConcurrency: z.number().int().min(1).max(64).default(2),
   sweepIntervalMs: z.number().int().min(500).max(3600_000).default(5000),
+  /** How often this host announces itself (and its running VMs) to the fleet registry; lost after 3 missed. */
+  fleetBeatMs: z.number().int().min(500).max(600_000).default(10_000),
   /** How often the worker looks for leftovers of runs that ended uncompensated (terminated). */
   reapIntervalMs: z.number().int().min(500).max(24 * 3600_000).default(60_000),
   /**
@@ -113,6 +115,7 @@ export function fromEnv(env: NodeJS.ProcessEnv): ConfigOverrides {
     metricsPort: num(env.VMSNAP_METRICS_PORT),
     bulkConcurrency: num(env.VMSNAP_BULK_CONCURRENCY),
     sweepIntervalMs: num(env.VMSNAP_SWEEP_INTERVAL_MS),
+    fleetBeatMs: num(env.VMSNAP_FLEET_BEAT_MS),
     reapIntervalMs: num(env.VMSNAP_REAP_INTERVAL_MS),
     fleetId: env.VMSNAP_FLEET_ID,
     ownerRecordHorizonMs: num(env.VMSNAP_OWNER_RECORD_HORIZON_MS),

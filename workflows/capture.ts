@@ -1,12 +1,14 @@
 import { ApplicationFailure, TemporalFailure } from '@temporalio/common';
-import { isCancellation, log, patched, workflowInfo } from '@temporalio/workflow';
+import { executeChild, isCancellation, log, patched, uuid4, workflowInfo } from '@temporalio/workflow';
 import { FailureType } from '../src/model/failures';
 import type { SnapshotInput } from '../src/model/input';
 import { judgeFreeze } from '../src/model/quiesce-truth';
+import { FLEET_TASK_QUEUE } from '../src/model/fleet';
 import type { FreezeResult, SnapshotDisksResult, SnapshotPlan, ThawResult } from '../src/model/types';
 import { cleanup, freezeWindow, prepareLocal, thawEscalated, thawLocal } from './activity-profiles';
 import type { Compensations } from './compensations';
 import type { Progress } from './progress';
+import { thawWherever } from './thaw-wherever';
 
 export interface Capture {
   quiesced: boolean;
@@ -22,9 +24,11 @@ export interface Capture {
  * is attempted and the snapshot cleanup registered before the snapshot.
  */
 export async function captureDisks(plan: SnapshotPlan, input: SnapshotInput, saga: Compensations, progress: Progress): Promise<Capture> {
-  const { workflowId, runId } = workflowInfo();
+  const { workflowId: ownId, runId } = workflowInfo();
+  // Snapshot names and owner records follow the run's name id (the router's, for a routed run).
+  const workflowId = input.routedBy ?? ownId;
   const window = freezeWindow(input);
-  const owner = `${workflowId}/${runId}`;
+  const owner = `${ownId}/${runId}`;
   const dom = { domainUuid: plan.domain.uuid, domainName: plan.domain.name, agentTimeoutSec: input.agentTimeoutSec, owner };
   let thawed = !plan.freeze;
   // Until the freeze call has answered, a freeze may still land in the guest: the thaw that
@@ -64,6 +68,14 @@ export async function captureDisks(plan: SnapshotPlan, input: SnapshotInput, sag
         throw err;
       }
       if (isCancellation(err)) throw err;
+      const type = failureType(err);
+      if ((type === FailureType.DomainNotFound || type === FailureType.DomainNotRunning) && patched(FOLLOWS_MIGRATION)) {
+        // The VM left this host (migrated, or stopped) before its freeze was answered; a freeze
+        // sent just before a live migration still lands in the guest on the destination.
+        await thawUntilDone(input, dom, progress, input.lateSnapshotWatchMs);
+        thawed = true;
+        throw ApplicationFailure.nonRetryable(`${plan.domain.name} left this host before it was frozen: ${messageOf(err)}`, FailureType.DomainMoved);
+      }
       if (input.quiesce === 'require') throw asQuiesceFailure(err);
       // prefer: make sure a freeze that landed late is undone, then go on crash-consistent.
       await thawUntilDone(input, dom, progress, input.lateSnapshotWatchMs);
@@ -103,6 +115,7 @@ export async function captureDisks(plan: SnapshotPlan, input: SnapshotInput, sag
     thaw = await thawLocal(input, 3).thawGuest.executeWithOptions({ summary: `thaw ${plan.domain.name}` }, [
       { ...dom, thawedBy: 'workflow' },
     ]);
+    thaw = await thawWhereItRuns(dom, thaw);
     thawed = true;
   }
 
@@ -125,13 +138,37 @@ async function thawUntilDone(
   lateFreezeWatchMs: number,
 ): Promise<void> {
   const req = { ...dom, thawedBy: 'compensation' as const, ...(lateFreezeWatchMs ? { lateFreezeWatchMs } : {}) };
+  let thaw: ThawResult;
   try {
-    await thawLocal(input, 5).thawGuest.executeWithOptions({ summary: `thaw ${dom.domainName} (compensation)` }, [req]);
+    thaw = await thawLocal(input, 5).thawGuest.executeWithOptions({ summary: `thaw ${dom.domainName} (compensation)` }, [req]);
   } catch (err) {
     log.error('thaw failed after local retries; escalating', { domain: dom.domainName, error: messageOf(err) });
     progress.phase('thaw-escalated');
-    await thawEscalated(input).thawGuest.executeWithOptions({ summary: `thaw ${dom.domainName} (escalated)` }, [req]);
+    thaw = await thawEscalated(input).thawGuest.executeWithOptions({ summary: `thaw ${dom.domainName} (escalated)` }, [req]);
   }
+  await thawWhereItRuns(dom, thaw);
+}
+
+const FOLLOWS_MIGRATION = 'vmsnap-thaw-follows-migration';
+
+/**
+ * This host says the domain is gone: it may run frozen on another host (a live migration carries
+ * the freeze along). The fleet's one hand-off thaws it where it runs; then this host's journal
+ * entry goes. Histories recorded before the hand-off existed replay without it.
+ */
+async function thawWhereItRuns(dom: { domainUuid: string; domainName: string; agentTimeoutSec: number; owner: string }, thaw: ThawResult): Promise<ThawResult> {
+  if (!thaw.domainGone || !patched(FOLLOWS_MIGRATION)) return thaw;
+  const { workflowId, taskQueue } = workflowInfo();
+  const moved = await executeChild(thawWherever, {
+    taskQueue: FLEET_TASK_QUEUE,
+    workflowId: `${workflowId}.handoff.${uuid4()}`,
+    args: [{ domainUuid: dom.domainUuid, domainName: dom.domainName, agentTimeoutSec: dom.agentTimeoutSec, fromHost: taskQueue, owner: dom.owner }],
+  });
+  await prepareLocal().forgetFreeze.executeWithOptions({ summary: `forget ${dom.domainName}'s freeze on this host` }, [{ domainUuid: dom.domainUuid, owner: dom.owner }]);
+  if (moved.outcome !== 'thawed') return thaw;
+  log.warn('guest migrated while frozen; thawed where it runs now', { domain: dom.domainName, host: moved.host });
+  const { startedMono: _s, returnedMono: _r, ...wall } = moved.thaw;
+  return { ...wall, thawedOn: moved.host };
 }
 
 async function cleanupSnaps(plan: SnapshotPlan, watchLateMs: number): Promise<void> {

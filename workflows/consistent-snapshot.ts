@@ -17,6 +17,8 @@ import { acquireDomainLock } from './domain-lock';
 import { Progress } from './progress';
 import { applyRetentionPolicy } from './retention';
 import { timed } from './timed';
+import { routeSnapshot } from './fleet-route';
+import { FLEET_TASK_QUEUE } from '../src/model/fleet';
 
 /**
  * inspect → freeze → snapshot every disk → thaw → clone → flatten → finalize.
@@ -28,7 +30,13 @@ export async function consistentSnapshot(request: SnapshotRequest): Promise<Snap
   const parsed = parseSnapshotInput(request);
   if (!parsed.ok) throw ApplicationFailure.nonRetryable(`invalid input: ${parsed.message}`, FailureType.InvalidInput);
   const input = parsed.input;
-  const { workflowId, runId } = workflowInfo();
+  const info = workflowInfo();
+  // Started by name on the fleet queue: find the VM's host and run there (workflows/fleet-route.ts).
+  if (info.taskQueue === FLEET_TASK_QUEUE) return routeSnapshot(input, request);
+  const { runId } = info;
+  // Every name (snapshots, images, owner records) derives from this id: the router's, for a run
+  // it started, so a run that follows its VM to another host keeps one set of names.
+  const workflowId = nameIdOf(input);
   const steps: Record<string, number> = {};
   const progress = new Progress(input.domain);
 
@@ -52,7 +60,7 @@ export async function consistentSnapshot(request: SnapshotRequest): Promise<Snap
   ]);
 
   progress.phase('lock');
-  const lock = await timed(steps, 'lock', () => acquireDomainLock(plan.domain, { workflowId, runId }));
+  const lock = await timed(steps, 'lock', () => acquireDomainLock(plan.domain, { workflowId: info.workflowId, runId }));
   try {
     const targets = await timed(steps, 'checkTargets', () =>
       inspection().checkTargets.executeWithOptions({ summary: 'check target names' }, [{ workflowId, disks: plan.disks }]),
@@ -91,14 +99,14 @@ async function snapshotAndCopy(
   steps: Record<string, number>,
   progress: Progress,
 ): Promise<SnapshotResult> {
-  const { workflowId } = workflowInfo();
+  const workflowId = nameIdOf(input);
   const saga = new Compensations();
   try {
     // Histories recorded before this step replay without it.
     if (plan.freeze && patched('vmsnap-end-predecessor-freeze')) {
-      const { runId } = workflowInfo();
+      const { runId, workflowId: ownId } = workflowInfo();
       await prepareLocal().endPredecessorFreeze.executeWithOptions({ summary: 'end an earlier run’s freeze' }, [
-        { workflowId, runId, domainUuid: plan.domain.uuid, domainName: plan.domain.name, agentTimeoutSec: input.agentTimeoutSec },
+        { workflowId: ownId, runId, domainUuid: plan.domain.uuid, domainName: plan.domain.name, agentTimeoutSec: input.agentTimeoutSec },
       ]);
     }
     const capture = await captureDisks(plan, input, saga, progress);
@@ -113,7 +121,7 @@ async function snapshotAndCopy(
     if (failed) throw failed.reason;
     const copies = settled.map((s) => (s as PromiseFulfilledResult<{ bytes?: number; sha256?: string } | undefined>).value);
     // Histories recorded before restore points existed replay without this step.
-    if (imageDisks.length && patched('vmsnap-restore-point')) await recordRestorePoint(plan, capture.quiesced, imageDisks);
+    if (imageDisks.length && patched('vmsnap-restore-point')) await recordRestorePoint(workflowId, plan, capture.quiesced, imageDisks);
     return {
       workflowId,
       domain: plan.domain,
@@ -143,7 +151,7 @@ async function copyDisk(
   progress: Progress,
   steps: Record<string, number>,
 ): Promise<{ bytes?: number; sha256?: string } | undefined> {
-  const { workflowId } = workflowInfo();
+  const workflowId = nameIdOf(input);
   const record = {
     quiesced: capture.quiesced,
     frozenFilesystems: capture.frozenFilesystems,
@@ -186,8 +194,8 @@ async function copyDisk(
   return fin;
 }
 
-async function recordRestorePoint(plan: SnapshotPlan, quiesced: boolean, disks: DiskPlan[]): Promise<void> {
-  const { workflowId, runId } = workflowInfo();
+async function recordRestorePoint(workflowId: string, plan: SnapshotPlan, quiesced: boolean, disks: DiskPlan[]): Promise<void> {
+  const { runId } = workflowInfo();
   await imageOps().recordRestorePoint.executeWithOptions({ summary: 'record restore point on the images' }, [
     { workflowId, runId, domain: plan.domain, quiesced, disks: disks.map((d) => ({ target: d.target, source: d.source, image: d.image! })) },
   ]);
@@ -238,6 +246,19 @@ function reused(
     stepsMs: steps,
     reusedExisting: true,
   };
+}
+
+/**
+ * The id every name derives from. `routedBy` is honoured only from the parent that set it: a
+ * caller who typed another run's id would otherwise take over that run's names.
+ */
+function nameIdOf(input: SnapshotInput): string {
+  const info = workflowInfo();
+  if (!input.routedBy) return info.workflowId;
+  if (input.routedBy !== info.parent?.workflowId) {
+    throw ApplicationFailure.nonRetryable('invalid input: routedBy is set only by the fleet router, for its own child run', FailureType.InvalidInput);
+  }
+  return input.routedBy;
 }
 
 /** The freeze's identity on the images: when its call started, worker clock. */

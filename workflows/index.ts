@@ -1,3 +1,5 @@
 export { consistentSnapshot } from './consistent-snapshot';
 export { domainLock } from './domain-lock';
 export { restoreVm } from './restore-vm';
+export { fleetRegistry } from './fleet-registry';
+export { thawWherever } from './thaw-wherever';

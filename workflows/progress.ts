@@ -3,6 +3,9 @@ import { SA } from '../src/model/search-attributes';
 import type { FlattenProgress } from '../src/model/types';
 
 export type Phase =
+  // the fleet router (workflows/fleet-route.ts)
+  | 'locate'
+  | 'on-host'
   | 'inspect'
   | 'lock'
   | 'freeze'
@@ -27,6 +30,8 @@ export type Phase =
 export interface ProgressView {
   phase: Phase;
   domain: string;
+  /** Fleet runs: the run on the VM's host that does the work (its own progress is there). */
+  delegatedTo?: { host: string; workflowId: string };
   disks: Record<string, { done: number; total: number; percent: number }>;
 }
 
@@ -56,6 +61,12 @@ export class Progress {
     this.details();
   }
 
+  /** The router handed the work to a run on the VM's host. */
+  delegate(host: string, workflowId: string): void {
+    this.view.delegatedTo = { host, workflowId };
+    this.phase('on-host');
+  }
+
   phase(phase: Phase): void {
     this.view.phase = phase;
     upsertSearchAttributes([{ key: SA.phase, value: phase }]);
@@ -64,6 +75,7 @@ export class Progress {
 
   private details(): void {
     const lines = [`**phase:** ${this.view.phase}`, `**domain:** ${this.view.domain}`];
+    if (this.view.delegatedTo) lines.push(`**on host:** ${this.view.delegatedTo.host} (run ${this.view.delegatedTo.workflowId})`);
     for (const [t, d] of Object.entries(this.view.disks)) lines.push(`flatten ${t}: ${d.percent}%`);
     setCurrentDetails(lines.join('\n\n'));
   }

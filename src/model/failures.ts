@@ -47,6 +47,17 @@ export const FailureType = {
   PermissionDenied: 'PermissionDenied',
   /** A bounded call on a live source image (snapshot lookup/removal) got no answer in time; retryable. */
   SourceCallTimeout: 'SourceCallTimeout',
+  /**
+   * Fleet runs: the VM left the host the run was sent to before anything was frozen or created
+   * there (migrated or stopped). The router locates it again; on a per-host queue it is final.
+   */
+  DomainMoved: 'DomainMoved',
+  /** Fleet runs: the VM moved more than MAX_RELOCATIONS times during one run. Retryable. */
+  DomainKeepsMoving: 'DomainKeepsMoving',
+  /** Fleet runs: no live host to ask, or two hosts both report the VM running. Retryable. */
+  DomainNotPlaced: 'DomainNotPlaced',
+  /** Fleet runs: the host running the run stopped beating (worker or host gone). Retryable. */
+  HostLost: 'HostLost',
   /** restore: no image set of this VM for the requested run. */
   RestorePointNotFound: 'RestorePointNotFound',
   /** restore: the run's images are not all finalized, or carry no restore record. */

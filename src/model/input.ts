@@ -42,6 +42,12 @@ export const SnapshotInputSchema = z
   .strictObject({
     /** Domain name or UUID on the host whose worker runs this workflow. */
     domain: domainRef,
+    /**
+     * Set only by the fleet router on the run it starts on the VM's host: that run names its
+     * snapshots and images after the router's workflow id (this value), so a run that moves
+     * between hosts keeps one set of names. Must equal the parent workflow's id.
+     */
+    routedBy: z.string().min(1).max(1000).optional(),
     /** Host id of the hypervisor (selects the task queue); informational inside the workflow. */
     host: z.string().regex(HOST_ID, 'host must be a simple host id').optional(),
     /** Disk targets (e.g. ["vdb"]); default: every RBD-backed disk. */

@@ -38,6 +38,18 @@ export function judgeFreeze(freeze: FreezeResult, snapshot: SnapshotDisksResult,
       return { quiesced: false, reason: 'the snapshot returned after the thaw started', failure: FailureType.FreezeInterrupted };
     }
   }
+  if (thaw.thawedOn && thaw.startedMono === undefined) {
+    // Thawed on the host the guest migrated to: the two hosts' monotonic clocks are unrelated,
+    // so the window is measured on the wall clocks (both hosts keep NTP time).
+    const held = thaw.startedAt - freeze.startedAt;
+    if (held > deadlineMs) {
+      return {
+        quiesced: false,
+        reason: `the freeze window lasted ${Math.round(held)} ms (the guest migrated to ${thaw.thawedOn} while frozen), past its ${deadlineMs} ms deadline`,
+        failure: FailureType.FreezeDeadlineExceeded,
+      };
+    }
+  }
   if (thaw.thawedFilesystems !== n) {
     return {
       quiesced: false,

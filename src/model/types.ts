@@ -119,7 +119,7 @@ export interface ThawRequest {
   lateFreezeWatchMs?: number;
 }
 
-export type ThawLayer = 'workflow' | 'compensation' | 'guard' | 'reconcile' | 'sweeper' | 'operator';
+export type ThawLayer = 'workflow' | 'compensation' | 'guard' | 'reconcile' | 'sweeper' | 'operator' | 'handoff';
 
 export interface ThawResult {
   /** Filesystems thawed by this call (0 when the guest was already thawed). */
@@ -132,6 +132,10 @@ export interface ThawResult {
   domainGone?: boolean;
   /** Set when the host guard thawed the guest before this call: the freeze outlived its deadline. */
   guardFiredAt?: number;
+  /** The guest migrated inside the window and was thawed on this host (not the freezing one). */
+  thawedOn?: string;
+  /** A hand-off thaw found this host in its own freeze window of the domain and left it alone. */
+  skippedForLocalFreeze?: boolean;
 }
 
 export interface DiskResult {
@@ -166,6 +170,8 @@ export interface SnapshotResult {
   reusedExisting?: boolean;
   /** What the schedule's retention policy kept and pruned after this run (input.retention set). */
   retention?: RetentionResult;
+  /** Fleet runs: hosts the VM had left by the time its run got there (in order). */
+  relocations?: { from: string; reason: string }[];
 }
 
 export interface FlattenProgress {

@@ -34,8 +34,16 @@ export async function thawJournaled(
   layer: ThawLayer,
   metrics: Metrics,
   log: Logger,
+  handOff?: HandOff,
 ): Promise<ThawReport> {
   const r = await thawAndConfirm(lv, entry.domainUuid, entry.agentTimeoutSec);
+  if (r.outcome === 'gone') {
+    // Gone from this host may mean running frozen on another (live migration): only the fleet
+    // can say, so the entry stays until a hand-off answers.
+    if (!handOff) throw new Error(`${entry.domainName} is gone from this host (${r.reason}); kept until the fleet can thaw it where it runs`);
+    const where = await handOff(entry);
+    log.warn(`journaled freeze of ${entry.domainName} handed off: ${where.outcome === 'thawed' ? `thawed on ${where.host}` : where.message}`, { domain: entry.domainName, owner: entry.owner, layer: 'handoff' });
+  }
   const wasFrozen = r.outcome === 'thawed' && r.wasFrozen;
   if (wasFrozen) metrics.inc(M.thaws, { layer });
   const base = { domain: entry.domainName, owner: entry.owner, frozenForMs: Date.now() - entry.frozenAt, ...(r.outcome === 'gone' ? { gone: r.reason } : {}) };
@@ -61,6 +69,9 @@ export async function thawJournaled(
  * At worker start, with the state-dir lock held (so its previous holder is dead): every window
  * entry belongs to a process that is gone and is resolved now, deadline or not; watches go on.
  */
+/** Asks the fleet to thaw a domain this host no longer runs (src/worker/handoff.ts). */
+export type HandOff = (entry: JournalEntry) => Promise<{ outcome: 'thawed'; host: string } | { outcome: 'not-running'; message: string }>;
+
 export async function reconcile(libvirt: () => Promise<LibvirtClient>, guard: FreezeGuard, metrics: Metrics, log: Logger): Promise<ThawReport[]> {
   const out: ThawReport[] = [];
   for (const entry of await guard.entries()) {

@@ -21,11 +21,17 @@ import { flattenProgressSignal } from '../../workflows/progress';
 import { connectionOptions } from '../temporal-connection';
 import { workflowCode } from './workflows-path';
 import { bulkTaskQueue } from '../model/naming';
+import { FLEET_TASK_QUEUE } from '../model/fleet';
+import { FleetBeat, readFleet, terminateRun } from './fleet-beat';
+import { handOffVia } from './handoff';
 
 export interface HostWorker {
   worker: Worker;
   /** Activities only, on `<taskQueue>-bulk`: clone, flatten, finalize, `bulkConcurrency` at a time. */
   bulkWorker: Worker;
+  /** The fleet queue every host polls: runs started by VM name, the registry, hand-off thaws. */
+  fleetWorker: Worker;
+  beat: FleetBeat;
   deps: HostDeps;
   sweeper: Sweeper;
   reaper: OrphanReaper;
@@ -94,6 +100,8 @@ export async function createHostWorker(
     const connection = await untilConnected('temporal (worker)', log, opts.signal, () => NativeConnection.connect(connOpts));
     opened.connection = connection;
     const reaper = new OrphanReaper(deps, client, config.imagePool, log, config.reapIntervalMs, config.ownerRecordHorizonMs);
+    deps.fleet = { hosts: () => readFleet(client), terminate: (id, reason) => terminateRun(client, id, reason) };
+    sweeper.handOff = handOffVia(client, config.host);
     deps.reportProgress = async (workflowId, progress) => {
       await client.workflow.getHandle(workflowId).signal(flattenProgressSignal, progress as never);
     };
@@ -112,6 +120,9 @@ export async function createHostWorker(
       identity,
     });
 
+    const fleetWorker = await Worker.create({ connection, namespace: config.temporal.namespace, taskQueue: FLEET_TASK_QUEUE, ...workflows, activities, shutdownGraceTime: '30s', identity });
+    const beat = new FleetBeat(client, { host: config.host, taskQueue, identity }, deps.libvirtReadOnly, config.fleetBeatMs, log);
+
     let metricsUrl: string | undefined;
     if (config.metricsPort) {
       const server = http.createServer((req, res) => void serve(req, res, [worker, bulkWorker], metrics, sdkMetricsPort));
@@ -120,9 +131,12 @@ export async function createHostWorker(
       metricsUrl = `http://127.0.0.1:${config.metricsPort}/metrics`;
     }
 
+    const all = [worker, bulkWorker, fleetWorker];
     return {
       worker,
       bulkWorker,
+      fleetWorker,
+      beat,
       deps,
       sweeper,
       reaper,
@@ -131,6 +145,7 @@ export async function createHostWorker(
       async run() {
         sweeper.start();
         reaper.start();
+        beat.start();
         // Copies free large librbd buffers; without a trim glibc keeps them and RSS only grows.
         const trim = setInterval(() => releaseFreedMemory(), 5_000);
         trim.unref();
@@ -142,21 +157,22 @@ export async function createHostWorker(
           metrics: metricsUrl,
         });
         try {
-          // One stops, both stop: a host worker without its bulk half would leave copies unpolled.
-          const runs = [worker.run(), bulkWorker.run()].map((p) => p.then(() => undefined, (err: unknown) => ({ err })));
+          // One stops, all stop: a host worker without its bulk half would leave copies unpolled.
+          const runs = all.map((w) => w.run().then(() => undefined, (err: unknown) => ({ err })));
           await Promise.race(runs);
-          for (const w of [worker, bulkWorker]) if (w.getState() === 'RUNNING') w.shutdown();
+          for (const w of all) if (w.getState() === 'RUNNING') w.shutdown();
           const failed = (await Promise.all(runs)).find((r) => r !== undefined);
           if (failed) throw failed.err;
         } finally {
           clearInterval(trim);
+          beat.stop();
           reaper.stop();
           await closeAll(sweeper, deps, opened, lock);
           log.info('worker stopped', { taskQueue });
         }
       },
       shutdown() {
-        for (const w of [worker, bulkWorker]) if (w.getState() === 'RUNNING') w.shutdown();
+        for (const w of all) if (w.getState() === 'RUNNING') w.shutdown();
       },
     };
   } catch (err) {

@@ -5,6 +5,7 @@ import { M } from '../host/metrics';
 import type { Metrics } from '../host/metrics';
 import type { Logger } from './logger';
 import { thawJournaled } from './reconcile';
+import type { HandOff } from './reconcile';
 
 /**
  * A worker-side loop, not a Temporal Schedule: it must work exactly when Temporal is unreachable
@@ -15,6 +16,8 @@ import { thawJournaled } from './reconcile';
 export class Sweeper {
   private timer?: NodeJS.Timeout;
   private running = false;
+  /** Set once the worker reaches Temporal: entries of domains gone from this host need the fleet. */
+  handOff?: HandOff;
 
   constructor(
     private readonly libvirt: () => Promise<LibvirtClient>,
@@ -44,7 +47,7 @@ export class Sweeper {
       for (const entry of await this.guard.entries()) {
         if (entry.mode === 'window' && !isOverdue(entry, this.graceMs)) continue;
         try {
-          const r = await thawJournaled(await this.libvirt(), this.guard, entry, 'sweeper', this.metrics, this.log);
+          const r = await thawJournaled(await this.libvirt(), this.guard, entry, 'sweeper', this.metrics, this.log, this.handOff);
           if (r.wasFrozen) thawed++;
         } catch (err) {
           this.log.error(`sweeper could not prove ${entry.domainName} thawed; keeping its journal entry`, { error: String(err) });

@@ -193,7 +193,7 @@ describe('sweeper and reconcile', () => {
     const sweeper = new Sweeper(async () => Promise.reject(new Error('no libvirtd')), guard, new Metrics(), quiet, 60_000, 0);
     await expect(sweeper.sweep()).resolves.toBe(0);
   });
-  it('a late-freeze watch thaws what lands and stays until its end; the domain gone clears it', async () => {
+  it('a late-freeze watch thaws what lands and stays until its end; the domain gone goes only through the fleet', async () => {
     const guard = new FreezeGuard({ libvirtUri: '', stateDir: tmp() });
     await guard.journal.write(entry({ mode: 'watch', deadlineMono: monoMs() + 60_000 }));
     const state = { frozen: 1, gone: false };
@@ -201,8 +201,22 @@ describe('sweeper and reconcile', () => {
     expect(await sweeper.sweep()).toBe(1);
     expect(await guard.entries()).toHaveLength(1);
     state.gone = true;
+    // Gone from this host may be frozen on another: without a way to the fleet, the entry stays.
     await sweeper.sweep();
+    expect(await guard.entries()).toHaveLength(1);
+    const asked: string[] = [];
+    sweeper.handOff = async (e) => (asked.push(e.domainUuid), { outcome: 'thawed', host: 'b' });
+    await sweeper.sweep();
+    expect(asked).toEqual([UUID]);
     expect(await guard.entries()).toEqual([]);
+  });
+  it('a hand-off that fails keeps the entry for the next sweep', async () => {
+    const guard = new FreezeGuard({ libvirtUri: '', stateDir: tmp() });
+    await guard.journal.write(entry({ deadlineMono: monoMs() - 1 }));
+    const sweeper = new Sweeper(async () => fakeLibvirt({ frozen: 0, gone: true }).lv, guard, new Metrics(), quiet, 60_000, 0);
+    sweeper.handOff = async () => Promise.reject(new Error('temporal unreachable'));
+    await sweeper.sweep();
+    expect(await guard.entries()).toHaveLength(1);
   });
   it('reconcile resolves every window entry at start, deadline or not, and restores the agent timeout', async () => {
     const guard = new FreezeGuard({ libvirtUri: '', stateDir: tmp() });

@@ -1,0 +1,110 @@
+/**
+ * The fleet: which hypervisor hosts exist, which of them are alive, and where a VM runs now.
+ * Hosts announce themselves (a heartbeat signal to one registry workflow); nobody keeps a list by
+ * hand. Pure logic here: the registry workflow, the router and the CLI all judge liveness and
+ * placement with these functions.
+ */
+
+/** The task queue every worker polls besides its own: location-transparent runs start here. */
+export const FLEET_TASK_QUEUE = 'vmsnap';
+
+/** The one registry workflow per namespace. */
+export const FLEET_REGISTRY_ID = 'vmsnap-fleet';
+
+/** A heartbeat: what one host's worker says about itself. */
+export interface HostBeat {
+  host: string;
+  taskQueue: string;
+  /** Worker identity (`vmsnap@host/pid`): a restart shows as a new identity. */
+  identity: string;
+  /** Worker clock, ms since epoch, when the beat was sent. */
+  sentAt: number;
+  /** How often this host beats; liveness is judged against its own interval. */
+  intervalMs: number;
+  /** Running domains on this host (libvirt's view when the beat was sent). */
+  domains: { name: string; uuid: string }[];
+}
+
+/** A host as the registry holds it: the last beat, and when the registry received it. */
+export interface FleetHost extends HostBeat {
+  /** Registry (workflow task) time of the last beat, ms since epoch. */
+  seenAt: number;
+  /** Number of beats received since the host first announced itself (or since its last restart). */
+  beats: number;
+}
+
+/** A host is lost after this many of its own intervals without a beat. */
+export const LOST_AFTER_INTERVALS = 3;
+
+export function isAlive(h: Pick<FleetHost, 'seenAt' | 'intervalMs'>, now: number): boolean {
+  return now - h.seenAt <= LOST_AFTER_INTERVALS * h.intervalMs;
+}
+
+/** A host's view of one domain, as the locate step asks every live host. */
+export type Presence =
+  | { host: string; taskQueue: string; found: false }
+  | { host: string; taskQueue: string; found: true; uuid: string; name: string; state: string };
+
+export type Placement =
+  | { ok: true; host: string; taskQueue: string; uuid: string; name: string }
+  /** Not running anywhere; `definedOn` lists hosts that know it (shut off there). */
+  | { ok: false; why: 'not-found' | 'not-running' | 'ambiguous' | 'no-hosts' | 'unanswered'; message: string; definedOn: string[] };
+
+/**
+ * Where the domain runs now. Exactly one host must say `running`. During a live migration the
+ * destination holds it `paused` (incoming) while the source says `running`: the source is where
+ * it runs. Two `running` answers (a split brain, or two VMs of one name on two hosts) are not
+ * guessed between.
+ */
+export function placeDomain(domain: string, answers: Presence[], unanswered: string[] = []): Placement {
+  if (answers.length === 0 && unanswered.length === 0) return { ok: false, why: 'no-hosts', message: 'no live vmsnap host in the fleet (no worker has announced itself recently)', definedOn: [] };
+  const found = answers.filter((a): a is Extract<Presence, { found: true }> => a.found);
+  const running = found.filter((a) => a.state === 'running');
+  if (running.length === 1) {
+    const r = running[0];
+    return { ok: true, host: r.host, taskQueue: r.taskQueue, uuid: r.uuid, name: r.name };
+  }
+  const definedOn = found.map((a) => a.host).sort();
+  // A live host that did not answer may be the one running it: "not found" would be a guess.
+  if (running.length === 0 && unanswered.length) {
+    return { ok: false, why: 'unanswered', message: `domain ${domain} is not running on the hosts that answered; ${[...unanswered].sort().join(', ')} did not answer`, definedOn };
+  }
+  if (running.length > 1) {
+    return { ok: false, why: 'ambiguous', message: `domain ${domain} is running on ${running.map((r) => r.host).sort().join(' and ')}`, definedOn };
+  }
+  if (found.length) {
+    return {
+      ok: false,
+      why: 'not-running',
+      message: `domain ${domain} is not running on any live host (${found.map((a) => `${a.host}: ${a.state}`).sort().join(', ')})`,
+      definedOn,
+    };
+  }
+  return { ok: false, why: 'not-found', message: `domain ${domain} exists on none of the live hosts (${answers.map((a) => a.host).sort().join(', ')})`, definedOn };
+}
+
+/** Merges a beat into the registry's map; a beat older than the one held is ignored. */
+export function applyBeat(hosts: Record<string, FleetHost>, beat: HostBeat, seenAt: number): Record<string, FleetHost> {
+  const prev = hosts[beat.host];
+  if (prev && prev.identity === beat.identity && prev.sentAt > beat.sentAt) return hosts;
+  const beats = prev && prev.identity === beat.identity ? prev.beats + 1 : 1;
+  return { ...hosts, [beat.host]: { ...beat, seenAt, beats } };
+}
+
+/** Hosts not heard of for this long are dropped from the registry (kept as lost until then). */
+export const FORGET_AFTER_MS = 24 * 3600_000;
+
+export function forgetStale(hosts: Record<string, FleetHost>, now: number): Record<string, FleetHost> {
+  const out: Record<string, FleetHost> = {};
+  for (const [k, h] of Object.entries(hosts)) if (now - h.seenAt <= FORGET_AFTER_MS) out[k] = h;
+  return out;
+}
+
+/** Bounded re-locations of one run: a VM that keeps moving fails the run (retryable) instead of looping. */
+export const MAX_RELOCATIONS = 3;
+
+/** A move the router saw: the run went to `from`, the VM was no longer there. */
+export interface Relocation {
+  from: string;
+  reason: string;
+}

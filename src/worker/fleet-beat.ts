@@ -1,0 +1,73 @@
+import type { Client } from '@temporalio/client';
+import { FLEET_REGISTRY_ID, FLEET_TASK_QUEUE } from '../model/fleet';
+import type { FleetHost, HostBeat } from '../model/fleet';
+import type { LibvirtClient } from '../libvirt';
+import type { Logger } from './logger';
+
+/**
+ * Announces this host to the fleet registry every `intervalMs`: its task queue and the VMs it
+ * runs. Signal-with-start, so the first host of a fleet creates the registry and a deleted or
+ * terminated registry comes back at the next beat. A beat that fails is logged; missing three
+ * makes the host lost to the fleet, which is the truth when it cannot reach Temporal.
+ */
+export class FleetBeat {
+  private timer?: NodeJS.Timeout;
+  private sending = false;
+
+  constructor(
+    private readonly client: Client,
+    private readonly self: { host: string; taskQueue: string; identity: string },
+    private readonly libvirt: () => Promise<LibvirtClient>,
+    private readonly intervalMs: number,
+    private readonly log: Logger,
+  ) {}
+
+  start(): void {
+    void this.beat();
+    this.timer ??= setInterval(() => void this.beat(), this.intervalMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  /** Never throws. */
+  async beat(): Promise<void> {
+    if (this.sending) return;
+    this.sending = true;
+    try {
+      const lv = await this.libvirt();
+      const domains = (await lv.listDomains()).map((d) => ({ name: d.name, uuid: d.uuid }));
+      const beat: HostBeat = { ...this.self, sentAt: Date.now(), intervalMs: this.intervalMs, domains };
+      await this.client.workflow.signalWithStart('fleetRegistry', {
+        workflowId: FLEET_REGISTRY_ID,
+        taskQueue: FLEET_TASK_QUEUE,
+        args: [{}],
+        signal: 'hostBeat',
+        signalArgs: [beat],
+      });
+    } catch (err) {
+      this.log.warn('fleet heartbeat failed; retrying next interval', { error: String(err) });
+    } finally {
+      this.sending = false;
+    }
+  }
+}
+
+/** The registry's view (query), for the router's activities, `vmsnap doctor` and /metrics. */
+export async function readFleet(client: Client): Promise<FleetHost[]> {
+  return client.workflow.getHandle(FLEET_REGISTRY_ID).query<FleetHost[]>('fleet');
+}
+
+/** Terminates a run (a lost host's child); a run already closed is fine. */
+export async function terminateRun(client: Client, workflowId: string, reason: string): Promise<void> {
+  try {
+    await client.workflow.getHandle(workflowId).terminate(reason);
+  } catch (err) {
+    if ((err as Error).name === 'WorkflowNotFoundError') return;
+    throw err;
+  }
+}
+

@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest';
+import { applyBeat, forgetStale, isAlive, placeDomain, FORGET_AFTER_MS } from '../../src/model/fleet';
+import type { HostBeat, Presence } from '../../src/model/fleet';
+
+const q = (h: string) => `vmsnap-${h}`;
+const on = (host: string, state: string): Presence => ({ host, taskQueue: q(host), found: true, uuid: 'u', name: 'vm', state });
+const none = (host: string): Presence => ({ host, taskQueue: q(host), found: false });
+
+describe('placeDomain: where a VM runs, from every live host’s answer', () => {
+  it('the one host that says running', () => {
+    expect(placeDomain('vm', [none('a'), on('b', 'running')])).toMatchObject({ ok: true, host: 'b', taskQueue: 'vmsnap-b' });
+  });
+  it('mid-migration: running on the source, paused (incoming) on the destination → the source', () => {
+    expect(placeDomain('vm', [on('a', 'running'), on('b', 'paused')])).toMatchObject({ ok: true, host: 'a' });
+  });
+  it('after a migration the source keeps a shut-off definition: the destination', () => {
+    expect(placeDomain('vm', [on('a', 'shutoff'), on('b', 'running')])).toMatchObject({ ok: true, host: 'b' });
+  });
+  it('running on two hosts is not guessed between', () => {
+    expect(placeDomain('vm', [on('a', 'running'), on('b', 'running')])).toMatchObject({ ok: false, why: 'ambiguous' });
+  });
+  it('shut off everywhere, unknown everywhere, no hosts', () => {
+    expect(placeDomain('vm', [on('a', 'shutoff'), none('b')])).toMatchObject({ ok: false, why: 'not-running', definedOn: ['a'] });
+    expect(placeDomain('vm', [none('a'), none('b')])).toMatchObject({ ok: false, why: 'not-found' });
+    expect(placeDomain('vm', [])).toMatchObject({ ok: false, why: 'no-hosts' });
+  });
+  it('a live host that did not answer may be the one: never "not found"', () => {
+    expect(placeDomain('vm', [none('a')], ['b'])).toMatchObject({ ok: false, why: 'unanswered' });
+    expect(placeDomain('vm', [], ['b'])).toMatchObject({ ok: false, why: 'unanswered' });
+    // …but an answer of "running" elsewhere is enough.
+    expect(placeDomain('vm', [on('a', 'running')], ['b'])).toMatchObject({ ok: true, host: 'a' });
+  });
+});
+
+describe('registry bookkeeping', () => {
+  const beat = (over: Partial<HostBeat> = {}): HostBeat => ({ host: 'a', taskQueue: q('a'), identity: 'vmsnap@a/1', sentAt: 1000, intervalMs: 10_000, domains: [], ...over });
+  it('counts beats per worker identity; a restart starts over; an older beat is ignored', () => {
+    let hosts = applyBeat({}, beat(), 1000);
+    hosts = applyBeat(hosts, beat({ sentAt: 2000 }), 2000);
+    expect(hosts.a.beats).toBe(2);
+    expect(applyBeat(hosts, beat({ sentAt: 500 }), 3000)).toBe(hosts);
+    expect(applyBeat(hosts, beat({ identity: 'vmsnap@a/2', sentAt: 100 }), 3000).a.beats).toBe(1);
+  });
+  it('alive within 3 of its own intervals; forgotten after a day', () => {
+    expect(isAlive({ seenAt: 0, intervalMs: 10_000 }, 30_000)).toBe(true);
+    expect(isAlive({ seenAt: 0, intervalMs: 10_000 }, 30_001)).toBe(false);
+    const hosts = applyBeat({}, beat(), 0);
+    expect(Object.keys(forgetStale(hosts, FORGET_AFTER_MS))).toEqual(['a']);
+    expect(forgetStale(hosts, FORGET_AFTER_MS + 1)).toEqual({});
+  });
+});

@@ -1,0 +1,102 @@
+import { ApplicationFailure, ChildWorkflowFailure } from '@temporalio/common';
+import { CancellationScope, isCancellation, sleep, startChild, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { FailureType } from '../src/model/failures';
+import { MAX_RELOCATIONS } from '../src/model/fleet';
+import type { Relocation } from '../src/model/fleet';
+import type { SnapshotInput, SnapshotRequest } from '../src/model/input';
+import { SA } from '../src/model/search-attributes';
+import type { SnapshotResult } from '../src/model/types';
+import { failureType, messageOf } from './capture';
+import { fleetOps, locate } from './locate';
+import { Progress } from './progress';
+
+/** How often a run on another host is checked for its host still beating. */
+const HOST_WATCH_MS = 30_000;
+
+/**
+ * A run started by VM name on the fleet queue. It locates the VM (every live host asked), then
+ * hands the whole run to a child on that host's queue: the freeze window stays in one worker
+ * beside the VM's libvirtd, exactly as for a run started on the host's queue. If the VM left that
+ * host before anything was frozen or created (the child fails DomainNotFound/DomainNotRunning at
+ * inspection, or DomainMoved at the freeze), it locates it again — at most MAX_RELOCATIONS times,
+ * each move a failed child in the history. A host that stops beating fails the run HostLost
+ * (retryable) after its child there is terminated.
+ */
+export async function routeSnapshot(input: SnapshotInput, request: SnapshotRequest): Promise<SnapshotResult> {
+  const { workflowId } = workflowInfo();
+  const progress = new Progress(input.domain);
+  upsertSearchAttributes([{ key: SA.domain, value: input.domain }]);
+  const moves: Relocation[] = [];
+  for (let hop = 0; hop <= MAX_RELOCATIONS; hop++) {
+    progress.phase('locate');
+    const at = await locate(input.domain);
+    if (!at.ok) {
+      if (at.why === 'not-found') throw ApplicationFailure.nonRetryable(at.message, FailureType.DomainNotFound);
+      if (at.why === 'not-running') throw ApplicationFailure.nonRetryable(at.message, FailureType.DomainNotRunning);
+      throw ApplicationFailure.retryable(at.message, FailureType.DomainNotPlaced);
+    }
+    upsertSearchAttributes([{ key: SA.host, value: at.host }]);
+    const childId = `${workflowId}.on.${at.host}${hop ? `.${hop}` : ''}`;
+    progress.delegate(at.host, childId);
+    const child = await startChild('consistentSnapshot', {
+      taskQueue: at.taskQueue,
+      workflowId: childId,
+      args: [{ ...request, routedBy: workflowId }],
+    });
+    try {
+      const result = (await raceHostLoss(child.result() as Promise<SnapshotResult>, at.host, childId)) as SnapshotResult;
+      progress.phase('done');
+      upsertSearchAttributes([
+        { key: SA.quiesced, value: result.quiesced },
+        { key: SA.result, value: 'succeeded' },
+      ]);
+      return moves.length ? { ...result, relocations: moves } : result;
+    } catch (err) {
+      const type = failureType(err);
+      const movedAway = type === FailureType.DomainNotFound || type === FailureType.DomainNotRunning || type === FailureType.DomainMoved;
+      if (err instanceof ChildWorkflowFailure && movedAway && !isCancellation(err)) {
+        moves.push({ from: at.host, reason: messageOf(err) });
+        continue;
+      }
+      progress.phase('failed');
+      upsertSearchAttributes([{ key: SA.result, value: 'failed' }]);
+      throw unwrapChild(err);
+    }
+  }
+  throw ApplicationFailure.retryable(
+    `${input.domain} moved ${moves.length} times during this run (${moves.map((m) => m.from).join(' → ')}); giving up for now`,
+    FailureType.DomainKeepsMoving,
+  );
+}
+
+/** The child's own failure, so a caller sees the same failure type as from a per-host run. */
+function unwrapChild(err: unknown): unknown {
+  if (err instanceof ChildWorkflowFailure && err.cause instanceof ApplicationFailure) return err.cause;
+  return err;
+}
+
+/**
+ * The child's result, unless its host stops beating first. The watch runs in its own scope, so
+ * it stops with the child; a lost host's child is terminated (its tasks cannot be served) and
+ * the run fails HostLost, retryable: a retry finds the VM wherever it was restarted.
+ */
+async function raceHostLoss<T>(result: Promise<T>, host: string, childId: string): Promise<T> {
+  const watch = new CancellationScope();
+  const lost = watch.run(async () => {
+    for (;;) {
+      await sleep(HOST_WATCH_MS);
+      const h = (await fleetOps().fleetHosts()).find((x) => x.host === host);
+      if (!h?.alive) {
+        const reason = `host ${host} stopped announcing itself (last seen ${h ? new Date(h.seenAt).toISOString() : 'never'})`;
+        await fleetOps().terminateLostRun.executeWithOptions({ summary: `terminate ${childId}: ${host} lost` }, [{ workflowId: childId, reason }]);
+        throw ApplicationFailure.retryable(reason, FailureType.HostLost);
+      }
+    }
+  });
+  lost.catch(() => undefined); // cancelled when the child ends first
+  try {
+    return await Promise.race([result, lost as Promise<never>]);
+  } finally {
+    watch.cancel();
+  }
+}

@@ -1,0 +1,31 @@
+import { proxyActivities } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import { FLEET_TASK_QUEUE, placeDomain } from '../src/model/fleet';
+import type { Placement, Presence } from '../src/model/fleet';
+
+/** Registry reads and fleet bookkeeping: any worker of the fleet queue. */
+export const fleetOps = () =>
+  proxyActivities<Activities>({
+    taskQueue: FLEET_TASK_QUEUE,
+    startToCloseTimeout: '10s',
+    retry: { maximumAttempts: 5, initialInterval: '500ms', maximumInterval: '5s' },
+  });
+
+/** One host's answer, or none: a host that cannot take the task within 5 s is not waited for. */
+const presenceOn = (taskQueue: string) =>
+  proxyActivities<Activities>({ taskQueue, scheduleToCloseTimeout: '5s', retry: { maximumAttempts: 1 } });
+
+/**
+ * Where the domain runs now: every live host is asked at once (its own libvirtd is the truth;
+ * the registry's domain list may be one beat old), and placeDomain judges the answers.
+ */
+export async function locate(domain: string): Promise<Placement> {
+  const live = (await fleetOps().fleetHosts()).filter((h) => h.alive);
+  const settled = await Promise.allSettled(
+    live.map((h) => presenceOn(h.taskQueue).domainPresence.executeWithOptions({ summary: `is ${domain} on ${h.host}?` }, [{ domain, taskQueue: h.taskQueue }])),
+  );
+  const answers: Presence[] = [];
+  const unanswered: string[] = [];
+  settled.forEach((s, i) => (s.status === 'fulfilled' ? answers.push(s.value) : unanswered.push(live[i].host)));
+  return placeDomain(domain, answers, unanswered);
+}
