@@ -2,6 +2,7 @@ import type { LibvirtClient } from '../src/libvirt';
 import type { IoCtx, OmapCliOptions, RadosCluster, SnapshotterPool } from '../src/ceph';
 import type { RunScope } from '../src/model/identity';
 import type { FleetHost } from '../src/model/fleet';
+import type { FleetLimits } from '../src/model/types';
 import type { FreezeGuard } from '../src/host/freeze-guard';
 import type { Metrics } from '../src/host/metrics';
 import type { Logger } from '../src/worker/logger';
@@ -10,6 +11,8 @@ import type { Logger } from '../src/worker/logger';
 export interface ActivityDeps {
   /** Host id (task queue suffix) recorded in results. */
   host: string;
+  /** Fleet limits this host's runs hold through Temporal (config maxWindowsPerHost, maxSnapshotsPerCluster). */
+  limits?: FleetLimits;
   /** Read-write: freeze, thaw and every guest-agent command (libvirt refuses them read-only, error 29). */
   libvirt(): Promise<LibvirtClient>;
   /** Read-only (libvirtd's `-ro` socket): lookups, domain state and XML. */

@@ -46,7 +46,7 @@ export function inspectDomain(deps: ActivityDeps) {
     }
     const cluster = await deps.rados();
     const fsid = await translating('read cluster fsid', () => cluster.fsid());
-    return { domain: { name: dom.name, uuid: dom.uuid }, host: deps.host, fsid, disks, agent };
+    return { domain: { name: dom.name, uuid: dom.uuid }, host: deps.host, fsid, disks, agent, ...(deps.limits ? { limits: deps.limits } : {}) };
   };
 }
 

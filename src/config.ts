@@ -54,6 +54,10 @@ export const ConfigSchema = z.strictObject({
   /** Clone/flatten/finalize activities at a time on this host (the bulk queue); see README "Bulk slots". */
   bulkConcurrency: z.number().int().min(1).max(64).default(2),
   sweepIntervalMs: z.number().int().min(500).max(3600_000).default(5000),
+  /** At most this many guests frozen at once by vmsnap on this host (held through Temporal, not in memory). */
+  maxWindowsPerHost: z.number().int().min(1).max(64).default(4),
+  /** At most this many vmsnap freeze windows (each takes the snapshots) at once per Ceph cluster. */
+  maxSnapshotsPerCluster: z.number().int().min(1).max(1024).default(16),
   /** How often this host announces itself (and its running VMs) to the fleet registry; lost after 3 missed. */
   fleetBeatMs: z.number().int().min(500).max(600_000).default(10_000),
   /** How often the worker looks for leftovers of runs that ended uncompensated (terminated). */
@@ -116,6 +120,8 @@ export function fromEnv(env: NodeJS.ProcessEnv): ConfigOverrides {
     bulkConcurrency: num(env.VMSNAP_BULK_CONCURRENCY),
     sweepIntervalMs: num(env.VMSNAP_SWEEP_INTERVAL_MS),
     fleetBeatMs: num(env.VMSNAP_FLEET_BEAT_MS),
+    maxWindowsPerHost: num(env.VMSNAP_MAX_WINDOWS_PER_HOST),
+    maxSnapshotsPerCluster: num(env.VMSNAP_MAX_SNAPSHOTS_PER_CLUSTER),
     reapIntervalMs: num(env.VMSNAP_REAP_INTERVAL_MS),
     fleetId: env.VMSNAP_FLEET_ID,
     ownerRecordHorizonMs: num(env.VMSNAP_OWNER_RECORD_HORIZON_MS),

@@ -68,18 +68,23 @@ export async function captureDisks(plan: SnapshotPlan, input: SnapshotInput, sag
         throw err;
       }
       if (isCancellation(err)) throw err;
-      const type = failureType(err);
-      if ((type === FailureType.DomainNotFound || type === FailureType.DomainNotRunning) && patched(FOLLOWS_MIGRATION)) {
-        // The VM left this host (migrated, or stopped) before its freeze was answered; a freeze
-        // sent just before a live migration still lands in the guest on the destination.
+      if (patched(FOLLOWS_MIGRATION)) {
+        // Whatever the policy, a freeze that landed late is undone first, where the guest runs now.
+        const local = await thawUntilDone(input, dom, progress, input.lateSnapshotWatchMs);
+        thawed = true;
+        if (local.domainGone) {
+          // The VM left this host (migrated, or stopped) while its freeze was asked for ("guest
+          // agent disappeared", or not running): nothing was snapshotted; the run can go where it is.
+          throw ApplicationFailure.nonRetryable(`${plan.domain.name} left this host before it was frozen: ${messageOf(err)}`, FailureType.DomainMoved);
+        }
+        if (input.quiesce === 'require') throw asQuiesceFailure(err);
+      } else {
+        // Histories from before the hand-off: require left the thaw to the compensation.
+        if (input.quiesce === 'require') throw asQuiesceFailure(err);
         await thawUntilDone(input, dom, progress, input.lateSnapshotWatchMs);
         thawed = true;
-        throw ApplicationFailure.nonRetryable(`${plan.domain.name} left this host before it was frozen: ${messageOf(err)}`, FailureType.DomainMoved);
       }
-      if (input.quiesce === 'require') throw asQuiesceFailure(err);
-      // prefer: make sure a freeze that landed late is undone, then go on crash-consistent.
-      await thawUntilDone(input, dom, progress, input.lateSnapshotWatchMs);
-      thawed = true;
+      // prefer: go on crash-consistent.
       reason = `freeze failed: ${messageOf(err)}`;
     }
     if (freeze && freeze.frozenFilesystems === 0) {
@@ -136,7 +141,7 @@ async function thawUntilDone(
   dom: { domainUuid: string; domainName: string; agentTimeoutSec: number; owner: string },
   progress: Progress,
   lateFreezeWatchMs: number,
-): Promise<void> {
+): Promise<ThawResult> {
   const req = { ...dom, thawedBy: 'compensation' as const, ...(lateFreezeWatchMs ? { lateFreezeWatchMs } : {}) };
   let thaw: ThawResult;
   try {
@@ -147,6 +152,7 @@ async function thawUntilDone(
     thaw = await thawEscalated(input).thawGuest.executeWithOptions({ summary: `thaw ${dom.domainName} (escalated)` }, [req]);
   }
   await thawWhereItRuns(dom, thaw);
+  return thaw;
 }
 
 const FOLLOWS_MIGRATION = 'vmsnap-thaw-follows-migration';

@@ -8,7 +8,9 @@ import { planSnapshot } from '../src/model/plan';
 import { reusedQuiesce } from '../src/model/quiesce-record';
 import type { FoundRecord } from '../src/model/quiesce-record';
 import { SA } from '../src/model/search-attributes';
-import type { DiskPlan, DiskResult, InspectResult, SnapshotPlan, SnapshotResult } from '../src/model/types';
+import type { DiskPlan, DiskResult, FleetLimits, InspectResult, SnapshotPlan, SnapshotResult } from '../src/model/types';
+import { acquireSlot } from './slots';
+import type { HeldSlot } from './slots';
 import { cleanup, flattening, imageOps, inspection, prepareLocal } from './activity-profiles';
 import { captureDisks } from './capture';
 import type { Capture } from './capture';
@@ -109,7 +111,14 @@ async function snapshotAndCopy(
         { workflowId: ownId, runId, domainUuid: plan.domain.uuid, domainName: plan.domain.name, agentTimeoutSec: input.agentTimeoutSec },
       ]);
     }
-    const capture = await captureDisks(plan, input, saga, progress);
+    // Fleet limits hold from before the freeze to after the thaw (never the copy).
+    const slots = found.limits && patched('vmsnap-fleet-limits') ? await timed(steps, 'slots', () => holdSlots(plan, found, found.limits!)) : [];
+    let capture: Capture;
+    try {
+      capture = await captureDisks(plan, input, saga, progress);
+    } finally {
+      for (const s of slots.reverse()) await s.release();
+    }
     Object.assign(steps, windowSteps(capture));
     upsertSearchAttributes([{ key: SA.quiesced, value: capture.quiesced }]);
 
@@ -246,6 +255,21 @@ function reused(
     stepsMs: steps,
     reusedExisting: true,
   };
+}
+
+/** A freeze-window slot of this host (when the run freezes), then a snapshot slot of the cluster. */
+async function holdSlots(plan: SnapshotPlan, found: InspectResult, limits: FleetLimits): Promise<HeldSlot[]> {
+  const { workflowId, runId } = workflowInfo();
+  const holder = { workflowId, runId };
+  const held: HeldSlot[] = [];
+  try {
+    if (plan.freeze) held.push(await acquireSlot('window', found.host, limits.windowsPerHost, holder, { maxWaitMs: 600_000, label: `freeze window on ${found.host}` }));
+    held.push(await acquireSlot('snap', found.fsid, limits.snapshotsPerCluster, holder, { maxWaitMs: 600_000, label: `snapshot on cluster ${found.fsid}` }));
+  } catch (err) {
+    for (const s of held) await s.release();
+    throw err;
+  }
+  return held;
 }
 
 /**

@@ -29,6 +29,13 @@ export class Metrics {
     this.gauges.set(key(name, labels), value);
   }
 
+  /** Replaces every series of a gauge (a fleet host or VM that went away must not linger). */
+  replace(name: string, series: { labels: Labels; value: number }[]): void {
+    this.describe(name, 'gauge');
+    for (const k of [...this.gauges.keys()]) if (k.startsWith(`${name}{`)) this.gauges.delete(k);
+    for (const s of series) this.gauges.set(key(name, s.labels), s.value);
+  }
+
   add(name: string, delta: number, labels: Labels = {}): void {
     this.describe(name, 'gauge');
     const k = key(name, labels);
@@ -75,4 +82,8 @@ export const M = {
   snapshotMs: 'vmsnap_snapshot_ms',
   flattenMs: 'vmsnap_flatten_ms',
   failures: 'vmsnap_failures_total',
+  /** The fleet as the registry saw it at this worker's last beat (every host, not only this one). */
+  fleetHostAlive: 'vmsnap_fleet_host_alive',
+  fleetHostLastSeen: 'vmsnap_fleet_host_last_seen_seconds',
+  fleetVm: 'vmsnap_fleet_vm',
 } as const;

@@ -58,6 +58,8 @@ export const FailureType = {
   DomainNotPlaced: 'DomainNotPlaced',
   /** Fleet runs: the host running the run stopped beating (worker or host gone). Retryable. */
   HostLost: 'HostLost',
+  /** Every slot of a fleet limit (freeze windows per host, snapshots per cluster) stayed taken too long. Retryable. */
+  FleetBusy: 'FleetBusy',
   /** restore: no image set of this VM for the requested run. */
   RestorePointNotFound: 'RestorePointNotFound',
   /** restore: the run's images are not all finalized, or carry no restore record. */

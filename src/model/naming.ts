@@ -40,6 +40,11 @@ export function lockWorkflowId(domainUuid: string): string {
   return `vmsnap-lock-${domainUuid.toLowerCase()}`;
 }
 
+/** One of `n` slots of a fleet limit (`window` per host, `snap` per cluster): a lock workflow each. */
+export function slotWorkflowId(kind: 'window' | 'snap', scope: string, k: number): string {
+  return `vmsnap-slot-${kind}-${scope}-${k}`;
+}
+
 export function rbdUrl(fsid: string, pool: string, image: string, snap: string, namespace?: string): string {
   const ns = namespace ? `${namespace}/` : '';
   return `rbd://${fsid}/${pool}/${ns}${image}/${snap}`;

@@ -29,6 +29,14 @@ export interface InspectResult {
   fsid: string;
   disks: InspectedDisk[];
   agent: { configured: boolean; responding: boolean; error?: string };
+  /** The host's fleet limits (worker config), recorded here so the workflow reads them deterministically. */
+  limits?: FleetLimits;
+}
+
+/** Caps on concurrent freeze windows: per hypervisor host, and per Ceph cluster (snapshot storms cost monitor proposals). */
+export interface FleetLimits {
+  windowsPerHost: number;
+  snapshotsPerCluster: number;
 }
 
 /** One disk's plan: every name the run will create, derived from the workflow id. */

@@ -1,5 +1,7 @@
 import type { Client } from '@temporalio/client';
-import { FLEET_REGISTRY_ID, FLEET_TASK_QUEUE } from '../model/fleet';
+import { FLEET_REGISTRY_ID, FLEET_TASK_QUEUE, isAlive } from '../model/fleet';
+import { M } from '../host/metrics';
+import type { Metrics } from '../host/metrics';
 import type { FleetHost, HostBeat } from '../model/fleet';
 import type { LibvirtClient } from '../libvirt';
 import type { Logger } from './logger';
@@ -20,6 +22,7 @@ export class FleetBeat {
     private readonly libvirt: () => Promise<LibvirtClient>,
     private readonly intervalMs: number,
     private readonly log: Logger,
+    private readonly metrics?: Metrics,
   ) {}
 
   start(): void {
@@ -31,6 +34,15 @@ export class FleetBeat {
   stop(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
+  }
+
+  /** Takes this host out of the registry (clean shutdown). Never throws: a crash cannot call it either. */
+  async leave(): Promise<void> {
+    this.stop();
+    await this.client.workflow
+      .getHandle(FLEET_REGISTRY_ID)
+      .signal('hostLeft', { host: this.self.host, identity: this.self.identity })
+      .catch((err: unknown) => this.log.warn('could not leave the fleet registry', { error: String(err) }));
   }
 
   /** Never throws. */
@@ -48,12 +60,20 @@ export class FleetBeat {
         signal: 'hostBeat',
         signalArgs: [beat],
       });
+      if (this.metrics) publishFleet(this.metrics, await readFleet(this.client), Date.now());
     } catch (err) {
       this.log.warn('fleet heartbeat failed; retrying next interval', { error: String(err) });
     } finally {
       this.sending = false;
     }
   }
+}
+
+/** The fleet on /metrics: every host the registry knows, alive or lost, and which VMs it runs. */
+export function publishFleet(metrics: Metrics, hosts: FleetHost[], now: number): void {
+  metrics.replace(M.fleetHostAlive, hosts.map((h) => ({ labels: { host: h.host }, value: isAlive(h, now) ? 1 : 0 })));
+  metrics.replace(M.fleetHostLastSeen, hosts.map((h) => ({ labels: { host: h.host }, value: Math.round((now - h.seenAt) / 1000) })));
+  metrics.replace(M.fleetVm, hosts.flatMap((h) => h.domains.map((d) => ({ labels: { host: h.host, domain: d.name }, value: 1 }))));
 }
 
 /** The registry's view (query), for the router's activities, `vmsnap doctor` and /metrics. */

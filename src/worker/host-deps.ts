@@ -59,6 +59,7 @@ export function createHostDeps(
 
   return {
     host: config.host,
+    limits: { windowsPerHost: config.maxWindowsPerHost, snapshotsPerCluster: config.maxSnapshotsPerCluster },
     libvirt: libvirt.get,
     libvirtReadOnly: libvirtReadOnly.get,
     libvirtStatusDir: config.libvirt.statusDir,

@@ -121,7 +121,7 @@ export async function createHostWorker(
     });
 
     const fleetWorker = await Worker.create({ connection, namespace: config.temporal.namespace, taskQueue: FLEET_TASK_QUEUE, ...workflows, activities, shutdownGraceTime: '30s', identity });
-    const beat = new FleetBeat(client, { host: config.host, taskQueue, identity }, deps.libvirtReadOnly, config.fleetBeatMs, log);
+    const beat = new FleetBeat(client, { host: config.host, taskQueue, identity }, deps.libvirtReadOnly, config.fleetBeatMs, log, metrics);
 
     let metricsUrl: string | undefined;
     if (config.metricsPort) {
@@ -165,7 +165,7 @@ export async function createHostWorker(
           if (failed) throw failed.err;
         } finally {
           clearInterval(trim);
-          beat.stop();
+          await beat.leave();
           reaper.stop();
           await closeAll(sweeper, deps, opened, lock);
           log.info('worker stopped', { taskQueue });

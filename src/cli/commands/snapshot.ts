@@ -1,10 +1,12 @@
 import { WorkflowFailedError } from '@temporalio/client';
 import type { Client } from '@temporalio/client';
 import { hostTaskQueue } from '../../config';
+import { FLEET_TASK_QUEUE } from '../../model/fleet';
 import { parseSnapshotInput } from '../../model/input';
 import { SA } from '../../model/search-attributes';
 import type { SnapshotResult } from '../../model/types';
 import { progressQuery } from '../../../workflows/progress';
+import type { ProgressView } from '../../../workflows/progress';
 import { COMMON_HELP, configFrom, parse } from '../common-flags';
 import { CliError, Exit } from '../exit-codes';
 import { emit, progressBar } from '../output';
@@ -14,7 +16,9 @@ import { SNAPSHOT_INPUT_HELP, SNAPSHOT_INPUT_OPTIONS, buildRequest } from '../sn
 
 const HELP = `Usage: vmsnap snapshot <domain> [options]
 
-Starts the consistentSnapshot workflow on the domain's host (task queue vmsnap-<host>).
+Starts the consistentSnapshot workflow for a VM by name, wherever it runs: on the fleet queue
+vmsnap, where the run finds the VM's host and does the work there. With --host ID the run goes
+straight to that host's queue vmsnap-<ID> (and fails DomainNotFound if the VM is not there).
 
 ${SNAPSHOT_INPUT_HELP}
   --workflow-id ID         default snap-<domain>-<UTC timestamp>; re-using an id is idempotent
@@ -22,7 +26,7 @@ ${SNAPSHOT_INPUT_HELP}
 ${COMMON_HELP}
 
 The same input works with the Temporal CLI:
-  temporal workflow start --type consistentSnapshot --task-queue vmsnap-<host> \\
+  temporal workflow start --type consistentSnapshot --task-queue vmsnap \\
     --workflow-id snap-vm-42-1 --input '{"domain":"vm-42","quiesce":"require"}'`;
 
 export async function run(argv: string[]): Promise<number> {
@@ -45,7 +49,9 @@ export async function run(argv: string[]): Promise<number> {
 
   const client = await connectClient(config);
   try {
-    const taskQueue = hostTaskQueue(config.host);
+    // A host named on the command line pins the run there; otherwise the fleet finds the VM.
+    const pinned = values.host !== undefined;
+    const taskQueue = pinned ? hostTaskQueue(config.host) : FLEET_TASK_QUEUE;
     const disks = request.disks ? `${request.disks.length} disk(s)` : 'all RBD disks';
     const dest = parsed.input.target.clone ? parsed.input.target.pool : 'snapshot only';
     const handle = await client.workflow.start('consistentSnapshot', {
@@ -53,11 +59,11 @@ export async function run(argv: string[]): Promise<number> {
       workflowId,
       args: [request],
       staticSummary: `snapshot ${request.domain}: ${disks} → ${dest}`,
-      staticDetails: `quiesce=${parsed.input.quiesce}, freeze deadline ${parsed.input.freezeDeadlineMs} ms, host ${config.host}`,
+      staticDetails: `quiesce=${parsed.input.quiesce}, freeze deadline ${parsed.input.freezeDeadlineMs} ms, ${pinned ? `host ${config.host}` : 'wherever it runs'}`,
       memo: { input: request },
       typedSearchAttributes: [
         { key: SA.domain, value: request.domain },
-        { key: SA.host, value: config.host },
+        ...(pinned ? [{ key: SA.host, value: config.host }] : []),
         { key: SA.phase, value: 'queued' },
       ],
     });
@@ -92,23 +98,30 @@ export async function run(argv: string[]): Promise<number> {
  */
 export function followProgress(
   client: Client,
-  handle: { query: (q: typeof progressQuery) => Promise<{ phase: string; disks: Record<string, { percent: number }> }> },
+  handle: { query: (q: typeof progressQuery) => Promise<ProgressView> },
   quiet: boolean,
 ) {
+  // A run started by name hands the work to a run on the VM's host: show that run's progress.
+  const read = async (): Promise<{ p: ProgressView; on?: string }> => {
+    const p = await handle.query(progressQuery);
+    if (!p.delegatedTo || p.phase === 'done' || p.phase === 'failed') return { p };
+    const child = await client.workflow.getHandle(p.delegatedTo.workflowId).query(progressQuery);
+    return { p: child, on: p.delegatedTo.host };
+  };
   let last = '';
   let current: AbortController | undefined;
   const timer = setInterval(() => {
     if (current) return; // one query at a time: a slow answer is not queued behind
     const abort = (current = new AbortController());
     void client.connection
-      .withAbortSignal(abort.signal, () => handle.query(progressQuery))
+      .withAbortSignal(abort.signal, read)
       .finally(() => {
         if (current === abort) current = undefined;
       })
       .then(
-        (p) => {
+        ({ p, on }) => {
           const bars = Object.entries(p.disks).map(([t, d]) => `${t} ${progressBar(d.percent)}`).join('  ');
-          const line = `phase: ${p.phase}${bars ? '  ' + bars : ''}`;
+          const line = `phase: ${p.phase}${on ? ` (on ${on})` : ''}${bars ? '  ' + bars : ''}`;
           if (!quiet && line !== last) process.stderr.write(`${line}\n`);
           last = line;
         },
@@ -125,9 +138,10 @@ export function followProgress(
 
 export function humanResult(r: SnapshotResult): string {
   const lines = [
-    `${r.reusedExisting ? 'already done' : 'done'}: ${r.domain.name} quiesced=${r.quiesced} (${r.quiesceReason})`,
+    `${r.reusedExisting ? 'already done' : 'done'}: ${r.domain.name} on ${r.host} quiesced=${r.quiesced} (${r.quiesceReason})`,
     `  frozen filesystems: ${r.frozenFilesystems}, freeze window: ${r.freezeWindowMs === null ? 'n/a' : `${r.freezeWindowMs} ms`}`,
   ];
+  for (const m of r.relocations ?? []) lines.push(`  moved away from ${m.from} before the freeze: ${m.reason}`);
   for (const d of r.disks) lines.push(`  ${d.target}: ${d.location}`);
   for (const s of r.skippedDisks) lines.push(`  ${s.target}: skipped (${s.reason})`);
   return lines.join('\n');

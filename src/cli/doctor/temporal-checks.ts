@@ -1,4 +1,7 @@
+import { Client } from '@temporalio/client';
 import type { Connection } from '@temporalio/client';
+import { FLEET_REGISTRY_ID, FLEET_TASK_QUEUE, isAlive } from '../../model/fleet';
+import type { FleetHost } from '../../model/fleet';
 import { temporal } from '@temporalio/proto';
 import type { Config } from '../../config';
 import { hostTaskQueue } from '../../config';
@@ -43,11 +46,33 @@ export async function checkTemporal(config: Config, opts: { fix: boolean }): Pro
     out.push(await checkSearchAttributes(conn, namespace, opts.fix));
     out.push(await checkWorker(conn, namespace, hostTaskQueue(config.host), 'WORKFLOW'));
     out.push(await checkWorker(conn, namespace, bulkTaskQueue(hostTaskQueue(config.host)), 'ACTIVITY'));
+    out.push(await checkWorker(conn, namespace, FLEET_TASK_QUEUE, 'WORKFLOW'));
+    out.push(...(await checkFleet(conn, namespace)));
     return out;
   } finally {
     // Drains first: a check that gave up (within) may have left its call in flight.
     await closeConnection(conn);
   }
+}
+
+/** The fleet as its registry knows it: every host, alive or lost, its VMs and when it was last heard. */
+async function checkFleet(conn: Connection, namespace: string): Promise<CheckResult[]> {
+  let hosts: FleetHost[];
+  try {
+    const client = new Client({ connection: conn, namespace });
+    hosts = await within(10_000, 'query fleet registry', client.workflow.getHandle(FLEET_REGISTRY_ID).query<FleetHost[]>('fleet'));
+  } catch (err) {
+    return [warn('fleet', `no fleet registry answer: ${messageOf(err)}`, 'start a vmsnap worker: each one announces its host to the registry workflow vmsnap-fleet')];
+  }
+  const now = Date.now();
+  if (!hosts.length) return [warn('fleet', 'the registry knows no host', 'start a vmsnap worker on each hypervisor host')];
+  return hosts.map((h) => {
+    const seen = `last seen ${Math.round((now - h.seenAt) / 1000)} s ago`;
+    const vms = h.domains.map((d) => d.name).sort().join(', ') || 'no running VM';
+    return isAlive(h, now)
+      ? ok(`fleet.${h.host}`, `${h.taskQueue}, ${seen}, runs: ${vms}`)
+      : warn(`fleet.${h.host}`, `LOST: ${seen} (beats every ${h.intervalMs / 1000} s); last known VMs: ${vms}`, `check the vmsnap worker and libvirtd on ${h.host}; runs there fail HostLost until it is back`);
+  });
 }
 
 async function checkSearchAttributes(conn: Connection, namespace: string, fix: boolean): Promise<CheckResult> {

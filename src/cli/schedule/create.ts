@@ -1,4 +1,5 @@
 import { hostTaskQueue } from '../../config';
+import { FLEET_TASK_QUEUE } from '../../model/fleet';
 import { parseSnapshotInput } from '../../model/input';
 import type { SnapshotRequest } from '../../model/input';
 import { SA } from '../../model/search-attributes';
@@ -13,8 +14,9 @@ import { parseDuration, parseOverlap, parseSpec, scheduleId } from './spec';
 
 export const CREATE_HELP = `Usage: vmsnap schedule create <schedule-id> --domain D (--every DURATION | --cron EXPR) [options]
 
-Creates a Temporal Schedule that starts consistentSnapshot for D on its host's task queue
-(vmsnap-<host>). Each run labels its images vmsnap.label.schedule=<schedule-id>; with a retention
+Creates a Temporal Schedule that starts consistentSnapshot for D by name on the fleet queue
+vmsnap: each run finds the host D runs on then, so the schedule follows D through migrations
+(--host ID pins it to that host's queue vmsnap-<ID> instead). Each run labels its images vmsnap.label.schedule=<schedule-id>; with a retention
 policy, after every successful run the schedule's older images of D are pruned — only images
 carrying that label, vmsnap.owner=vmsnap and vmsnap.domain=D, never others.
 
@@ -63,13 +65,13 @@ export async function create(argv: string[]): Promise<number> {
   const request = scheduledRequest(id, buildRequest(values.domain, values, config.imagePool), values);
   const parsed = parseSnapshotInput(request);
   if (!parsed.ok) throw new CliError(`invalid schedule input: ${parsed.message}`, Exit.badInput);
-  const taskQueue = hostTaskQueue(config.host);
+  // By name, wherever the VM runs (and after it migrates); --host pins the schedule to one host.
+  const pinned = values.host !== undefined;
+  const taskQueue = pinned ? hostTaskQueue(config.host) : FLEET_TASK_QUEUE;
+  const host = pinned ? config.host : FLEET_TASK_QUEUE;
   const specText = values.every ? `every ${values.every}` : `cron ${values.cron!.trim()}`;
-  const memo: ScheduleMemo = { domain: request.domain, host: config.host, spec: specText, ...(request.retention ? { retention: request.retention } : {}) };
-  const attrs = [
-    { key: SA.domain, value: request.domain },
-    { key: SA.host, value: config.host },
-  ];
+  const memo: ScheduleMemo = { domain: request.domain, host, spec: specText, ...(request.retention ? { retention: request.retention } : {}) };
+  const attrs = [{ key: SA.domain, value: request.domain }, ...(pinned ? [{ key: SA.host, value: config.host }] : [])];
 
   return withClient(config, async (client) => {
     const handle = await client.schedule
@@ -96,7 +98,7 @@ export async function create(argv: string[]): Promise<number> {
       });
     const desc = await handle.describe().catch(() => undefined);
     const next = desc?.info.nextActionTimes[0];
-    const out = { scheduleId: id, domain: request.domain, host: config.host, taskQueue, spec: specText, overlap, retention: request.retention ?? null, paused: !!values.paused, nextRun: next ?? null, input: request };
+    const out = { scheduleId: id, domain: request.domain, host, taskQueue, spec: specText, overlap, retention: request.retention ?? null, paused: !!values.paused, nextRun: next ?? null, input: request };
     emit(!!values.json, out, () => {
       const keep = request.retention ? `, retention ${retentionText(request.retention)}` : '';
       return `created schedule ${id}: ${request.domain} ${specText} on ${taskQueue}${keep}${next ? `; next run ${next.toISOString()}` : ''}`;

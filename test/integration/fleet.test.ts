@@ -1,0 +1,115 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FLEET_REGISTRY_ID, FLEET_TASK_QUEUE } from '../../src/model/fleet';
+import type { FleetHost } from '../../src/model/fleet';
+import type { SnapshotResult } from '../../src/model/types';
+import { startHarness, uniqueId } from '../helpers/harness';
+import type { Harness } from '../helpers/harness';
+import { CephView } from '../helpers/ceph-inspect';
+import { cliEnv, json, vmsnapCli } from '../helpers/cli';
+import { failureOf } from '../helpers/failure-of';
+import { freezeStatus } from '../helpers/guest';
+import { need } from '../helpers/lab';
+
+/*
+ * Runs started by VM name, on the fleet queue, against the real lab: the registry learns the host
+ * from its heartbeats, the router finds the VM there and runs the whole snapshot as a child on
+ * that host's queue. (Two hosts and live migration: test/integration/fleet-migration.test.ts.)
+ */
+let h: Harness;
+let ceph: CephView;
+let g1: string;
+
+beforeAll(async () => {
+  h = await startHarness({ config: { fleetBeatMs: 1000 } });
+  ceph = new CephView(h.vars);
+  g1 = need(h.vars, 'VMSNAP_GUEST_1DISK');
+  await until(async () => (await fleet()).some((x) => x.host === h.config.host && x.domains.some((d) => d.name === g1)), 15_000);
+});
+afterAll(async () => h?.stop());
+
+async function fleet(): Promise<FleetHost[]> {
+  return h.client.workflow.getHandle(FLEET_REGISTRY_ID).query<FleetHost[]>('fleet');
+}
+
+async function until(ok: () => Promise<boolean>, ms: number): Promise<void> {
+  const end = Date.now() + ms;
+  for (;;) {
+    if (await ok().catch(() => false)) return;
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+describe('the fleet registry', () => {
+  it('knows this host from its heartbeats: queue, identity, running VMs, last seen', async () => {
+    const me = (await fleet()).find((x) => x.host === h.config.host)!;
+    expect(me.taskQueue).toBe(h.hw.taskQueue);
+    expect(me.identity).toMatch(new RegExp(`^vmsnap@${h.config.host}/\\d+$`));
+    expect(me.domains.map((d) => d.name)).toContain(g1);
+    expect(Date.now() - me.seenAt).toBeLessThan(5000);
+  });
+});
+
+describe('a run started by VM name on the fleet queue', () => {
+  it('Temporal client entry point: located, run on the VM’s host, named after the started id, quiesced', async () => {
+    const id = uniqueId('fleet');
+    const handle = await h.client.workflow.start('consistentSnapshot', { taskQueue: FLEET_TASK_QUEUE, workflowId: id, args: [{ domain: g1, quiesce: 'require' }] });
+    const result = (await handle.result()) as SnapshotResult;
+    try {
+      expect(result.workflowId).toBe(id);
+      expect(result.host).toBe(h.config.host);
+      expect(result.quiesced).toBe(true);
+      // One image per disk, named after the id the caller started, owned by it.
+      const [pool, image] = result.disks[0].image!.split('/');
+      expect((await ceph.meta(pool, image))['vmsnap.workflow-id']).toBe(id);
+      expect(await freezeStatus(h.vars, g1)).toBe('thawed');
+      // The move to the host is in the history: a child on the host's queue.
+      const child = h.client.workflow.getHandle(`${id}.on.${h.config.host}`);
+      const desc = await child.describe();
+      expect(desc.taskQueue).toBe(h.hw.taskQueue);
+      expect(desc.status.name).toBe('COMPLETED');
+    } finally {
+      await ceph.removeResultImages(result);
+    }
+  });
+
+  it('the CLI without --host goes through the fleet queue', async () => {
+    const env = cliEnv(h.vars);
+    const r = await vmsnapCli(['snapshot', g1, '--wait', '--json', '--workflow-id', uniqueId('fleet-cli')], env);
+    expect(r.code, r.stderr).toBe(0);
+    const result = json<SnapshotResult>(r);
+    try {
+      expect(result.host).toBe(h.config.host);
+      expect(result.quiesced).toBe(true);
+    } finally {
+      await ceph.removeResultImages(result);
+    }
+  });
+
+  it('a schedule created without --host starts its runs on the fleet queue', async () => {
+    const env = cliEnv(h.vars);
+    const id = uniqueId('fleet-sched');
+    const r = await vmsnapCli(['schedule', 'create', id, '--domain', g1, '--every', '1h', '--paused', '--json'], env);
+    expect(r.code, r.stderr).toBe(0);
+    try {
+      expect(json<{ taskQueue: string }>(r).taskQueue).toBe(FLEET_TASK_QUEUE);
+      const desc = await h.client.schedule.getHandle(id).describe();
+      expect(desc.action.type === 'startWorkflow' && desc.action.taskQueue).toBe(FLEET_TASK_QUEUE);
+    } finally {
+      await h.client.schedule.getHandle(id).delete();
+    }
+  });
+
+  it('a VM no host runs fails DomainNotFound, non-retryable, before anything is created', async () => {
+    const before = await ceph.images('images');
+    const f = await failureOf(h.client.workflow.execute('consistentSnapshot', { taskQueue: FLEET_TASK_QUEUE, workflowId: uniqueId('fleet-none'), args: [{ domain: 'no-such-vm-anywhere' }] }));
+    expect(f.type).toBe('DomainNotFound');
+    expect(f.nonRetryable).toBe(true);
+    expect(await ceph.images('images')).toEqual(before);
+  });
+
+  it('routedBy is the router’s alone: a caller who sets it is refused', async () => {
+    const f = await failureOf(h.client.workflow.execute('consistentSnapshot', { taskQueue: h.hw.taskQueue, workflowId: uniqueId('forged'), args: [{ domain: g1, routedBy: 'someone-elses-run' }] }));
+    expect(f.type).toBe('InvalidInput');
+  });
+});
