@@ -13,6 +13,8 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/unit/**/*.test.ts'],
+          // One workflow bundle for the replay test and the workflow tests (test/setup/workflow-bundle.ts).
+          globalSetup: ['test/setup/workflow-bundle.ts'],
           testTimeout: 30_000,
         },
       },

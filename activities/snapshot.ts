@@ -17,12 +17,10 @@ export function snapshotDisks(deps: ActivityDeps) {
   return async function snapshotDisks(req: SnapshotDisksRequest): Promise<SnapshotDisksResult> {
     const startedAt = nowMs();
     const startedMono = monoMs();
+    const requests = req.snaps.map((s) => ({ pool: s.source.pool, namespace: s.source.namespace, image: s.source.image, snap: s.snap }));
     let outcome;
     try {
-      outcome = await deps.snapshotter.createSnaps(
-        req.snaps.map((s) => ({ pool: s.source.pool, namespace: s.source.namespace, image: s.source.image, snap: s.snap })),
-        { timeoutMs: req.timeoutMs },
-      );
+      outcome = await deps.snapshotter.createSnaps(requests, { timeoutMs: req.timeoutMs });
     } catch (err) {
       deps.metrics.inc(M.failures, { step: 'snapshot' });
       const f = toFailure(err, 'snapshot disks');
@@ -45,8 +43,7 @@ export function snapshotDisks(deps: ActivityDeps) {
     }
     deps.metrics.observe(M.snapshotMs, returnedAt - startedAt);
     await faultPoint('snapshot:after');
-    const perDiskMs: Record<string, number> = {};
-    for (const s of req.snaps) perDiskMs[s.target] = returnedAt - startedAt;
+    const perDiskMs = Object.fromEntries(req.snaps.map((s, i) => [s.target, outcome.replyMs.get(requests[i]!)!]));
     return { startedAt, returnedAt, startedMono, returnedMono, perDiskMs };
   };
 }

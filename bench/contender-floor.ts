@@ -4,7 +4,7 @@
  */
 import { nowMs } from './clock';
 import type { Contender, RunTiming } from './contender';
-import { gapsOf } from './contender';
+import { timingOf } from './contender';
 import { AGENT_TIMEOUT_SEC, ensureThawed, removeSnapIfAny } from './lab-context';
 import type { Guest, LabContext } from './lab-context';
 
@@ -26,9 +26,7 @@ export function floorContender(ctx: LabContext): Contender {
         await ctx.libvirt.fsThaw(guest.dom, undefined, callOpts);
         const thawReturnMs = nowMs();
         frozen = false;
-        const hostWindowMs = thawReturnMs - freezeStartMs;
-        const parts = { freeze: frozeAt - freezeStartMs, snapshot: snappedAt - frozeAt, thaw: thawReturnMs - snappedAt };
-        return { freezeStartMs, thawReturnMs, hostWindowMs, breakdown: { ...parts, gaps: gapsOf(hostWindowMs, parts) } };
+        return timingOf(freezeStartMs, [['freeze', frozeAt], ['snapshot', snappedAt], ['thaw', thawReturnMs]]);
       } finally {
         if (frozen) await ensureThawed(ctx, guest);
         for (const img of guest.images) await removeSnapIfAny(img, snap);

@@ -6,7 +6,7 @@
 import { run } from '../src/lab/cli-tools';
 import { nowMs } from './clock';
 import type { Contender, RunTiming } from './contender';
-import { gapsOf } from './contender';
+import { timingOf } from './contender';
 import { ensureThawed, removeSnapIfAny } from './lab-context';
 import type { Guest, LabContext } from './lab-context';
 
@@ -28,9 +28,7 @@ export function naiveContender(ctx: LabContext): Contender {
         await run('virsh', [...ctx.virshArgs, 'domfsthaw', guest.name], 30_000);
         const thawReturnMs = nowMs();
         frozen = false;
-        const hostWindowMs = thawReturnMs - freezeStartMs;
-        const parts = { freeze: frozeAt - freezeStartMs, snapshot: snappedAt - frozeAt, thaw: thawReturnMs - snappedAt };
-        return { freezeStartMs, thawReturnMs, hostWindowMs, breakdown: { ...parts, gaps: gapsOf(hostWindowMs, parts) } };
+        return timingOf(freezeStartMs, [['freeze', frozeAt], ['snapshot', snappedAt], ['thaw', thawReturnMs]]);
       } finally {
         if (frozen) await ensureThawed(ctx, guest);
         for (const img of guest.images) await removeSnapIfAny(img, snap);

@@ -11,7 +11,7 @@ import type { Image, IoCtx } from '../src/ceph';
 import type { BigImage } from './big-image';
 import { nowMs } from './clock';
 import type { Contender, RunTiming } from './contender';
-import { gapsOf } from './contender';
+import { timingOf } from './contender';
 import { AGENT_TIMEOUT_SEC, ensureThawed, removeImageRetrying, removeSnapIfAny } from './lab-context';
 import type { Guest, LabContext } from './lab-context';
 
@@ -42,15 +42,13 @@ export function novaContender(ctx: LabContext, big: BigImage, imagesIo: IoCtx): 
         await ctx.libvirt.fsThaw(guest.dom, undefined, callOpts);
         const thawReturnMs = nowMs();
         frozen = false;
-        const hostWindowMs = thawReturnMs - freezeStartMs;
-        const parts = {
-          freeze: frozeAt - freezeStartMs,
-          snapshot: snappedAt - frozeAt,
-          clone: clonedAt - snappedAt,
-          flatten: flattenedAt - clonedAt,
-          thaw: thawReturnMs - flattenedAt,
-        };
-        return { freezeStartMs, thawReturnMs, hostWindowMs, breakdown: { ...parts, gaps: gapsOf(hostWindowMs, parts) } };
+        return timingOf(freezeStartMs, [
+          ['freeze', frozeAt],
+          ['snapshot', snappedAt],
+          ['clone', clonedAt],
+          ['flatten', flattenedAt],
+          ['thaw', thawReturnMs],
+        ]);
       } finally {
         if (frozen) await ensureThawed(ctx, guest);
         await clone?.close().catch(() => undefined);

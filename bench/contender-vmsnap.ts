@@ -10,6 +10,8 @@ import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { omapRemove, openImage } from '../src/ceph';
+import { windowBreakdown } from '../src/model/freeze-window';
+import type { TimedCall } from '../src/model/freeze-window';
 import type { SnapshotRequest } from '../src/model/input';
 import { cephTestEnv } from '../src/ceph/testing';
 import { OWNER_OBJECT, ownerKey } from '../src/model/owner-record';
@@ -67,11 +69,9 @@ export interface HistoryWindow {
 
 export async function windowFromHistory(client: Client, workflowId: string): Promise<HistoryWindow | undefined> {
   const history = await client.workflow.getHandle(workflowId).fetchHistory();
-  let freezeStartMs: number | undefined;
-  let thawReturnMs: number | undefined;
-  let freezeReturnMs: number | undefined;
-  let snap: { startedAt: number; returnedAt: number } | undefined;
-  let thawStartMs: number | undefined;
+  let freeze: TimedCall | undefined;
+  let snap: TimedCall | undefined;
+  let thaw: TimedCall | undefined;
   for (const e of history.events ?? []) {
     // Local-activity markers (`core_local_activity`) carry the activity's return value in `result`.
     const payloads = e.markerRecordedEventAttributes?.details?.result?.payloads;
@@ -84,22 +84,18 @@ export async function windowFromHistory(client: Client, workflowId: string): Pro
     }
     const v = value as { frozenFilesystems?: number; thawedFilesystems?: number; perDiskMs?: object; startedAt?: number; returnedAt?: number };
     if (!v?.startedAt || !v.returnedAt) continue;
-    if (typeof v.frozenFilesystems === 'number' && freezeStartMs === undefined) {
-      freezeStartMs = v.startedAt;
-      freezeReturnMs = v.returnedAt;
-    }
-    if (v.perDiskMs && freezeStartMs !== undefined) snap ??= { startedAt: v.startedAt, returnedAt: v.returnedAt };
-    if (typeof v.thawedFilesystems === 'number' && thawReturnMs === undefined && snap) {
-      thawStartMs = v.startedAt;
-      thawReturnMs = v.returnedAt;
-    }
+    const call = { startedAt: v.startedAt, returnedAt: v.returnedAt };
+    if (typeof v.frozenFilesystems === 'number') freeze ??= call;
+    if (v.perDiskMs && freeze) snap ??= call;
+    if (typeof v.thawedFilesystems === 'number' && snap) thaw ??= call;
   }
-  if (!freezeStartMs || !thawReturnMs) return undefined;
+  if (!freeze || !snap || !thaw) return undefined;
+  const b = windowBreakdown([['freeze', freeze], ['snapshot', snap], ['thaw', thaw]]);
   return {
-    freezeStartMs,
-    thawReturnMs,
-    ...(snap && freezeReturnMs ? { freezeToSnapshotMs: snap.startedAt - freezeReturnMs } : {}),
-    ...(snap && thawStartMs ? { snapshotToThawMs: thawStartMs - snap.returnedAt } : {}),
+    freezeStartMs: freeze.startedAt,
+    thawReturnMs: thaw.returnedAt,
+    freezeToSnapshotMs: b.between['freeze→snapshot'],
+    snapshotToThawMs: b.between['snapshot→thaw'],
   };
 }
 

@@ -1,4 +1,5 @@
 /** What each freeze-window contender reports for one run. */
+import { backToBack, windowBreakdown } from '../src/model/freeze-window';
 import type { Guest, LabContext } from './lab-context';
 
 export type ContenderName = 'floor' | 'naive' | 'nova' | 'vmsnap';
@@ -29,6 +30,8 @@ export interface ContenderDeps {
   ctx: LabContext;
 }
 
-export function gapsOf(total: number, parts: Record<string, number>): number {
-  return total - Object.values(parts).reduce((a, b) => a + b, 0);
+/** A contender's window timed by a clock read after each call (src/model/freeze-window.ts). */
+export function timingOf(freezeStartMs: number, marks: readonly (readonly [string, number])[]): RunTiming {
+  const b = windowBreakdown(backToBack(freezeStartMs, marks));
+  return { freezeStartMs, thawReturnMs: freezeStartMs + b.windowMs, hostWindowMs: b.windowMs, breakdown: { ...b.calls, gaps: b.gaps } };
 }

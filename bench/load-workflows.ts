@@ -30,7 +30,7 @@ export async function rbdOnlySnapshot(req: RbdOnlyRequest): Promise<{ bytes?: nu
   const ops = proxyActivities<Activities>({ taskQueue: bulkTaskQueue(workflowInfo().taskQueue), startToCloseTimeout: '10m', heartbeatTimeout: '30s', retry: { maximumAttempts: 3, initialInterval: '1s' } });
   const snaps = [{ target: 'vdb', source: req.source, snap: req.snap }];
   const copy = { workflowId, domain: 'bench-rbd-only', target: 'vdb', source: req.source, snap: req.snap, image: req.image, labels: {} };
-  await local.snapshotDisks({ domainUuid: '00000000-0000-0000-0000-000000000000', snaps, timeoutMs: 8000, frozen: false });
+  await local.snapshotDisks({ snaps, timeoutMs: 8000 });
   try {
     await ops.cloneDisk(copy);
     await ops.flattenDisk(copy);

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
-// Run first by `npm run demo` and `npm test`, so that on a fresh clone of a fresh machine those
-// two commands need nothing typed before them. Every step is skipped when its result is there:
-//   1. system packages and the Temporal binary: lab/deps.sh (a no-op when all is present)
+// Run first by `npm run demo`, `npm test` and each lane's script, so that on a fresh clone of a
+// fresh machine those commands need nothing typed before them. Every step is skipped when its result is there:
+//   1. system packages and the Temporal binary: lab/deps.sh (a no-op when all is present); with
+//      or without --lab, since the unit lane's workflow tests start a dev server from that binary
 //   2. `npm ci` when node_modules is missing or differs from package-lock.json (npm ci also
 //      builds the librbd addon and dist/: the package's install and prepare scripts)
 //   3. the addon when it is missing or older than native/; dist/ when not built from these sources

@@ -4,20 +4,12 @@ import { FailureType } from '../src/model/failures';
 import type { SnapshotInput } from '../src/model/input';
 import { judgeFreeze } from '../src/model/quiesce-truth';
 import { FLEET_TASK_QUEUE } from '../src/model/fleet';
+import type { Capture } from '../src/model/snapshot-result';
 import type { FreezeResult, SnapshotDisksResult, SnapshotPlan, ThawResult } from '../src/model/types';
 import { cleanup, freezeWindow, prepareLocal, thawEscalated, thawLocal } from './activity-profiles';
 import type { Compensations } from './compensations';
 import type { Progress } from './progress';
 import { thawWherever } from './thaw-wherever';
-
-export interface Capture {
-  quiesced: boolean;
-  quiesceReason: string;
-  frozenFilesystems: number;
-  freeze?: FreezeResult;
-  snapshot: SnapshotDisksResult;
-  thaw?: ThawResult;
-}
 
 /**
  * freeze → snapshot every disk → thaw, with the thaw compensation registered before the freeze
@@ -103,10 +95,8 @@ export async function captureDisks(plan: SnapshotPlan, input: SnapshotInput, sag
   try {
     snapshot = await window.snapshotDisks.executeWithOptions({ summary: `snapshot ${plan.disks.length} disk(s)` }, [
       {
-        domainUuid: plan.domain.uuid,
         snaps: plan.disks.map((d) => ({ target: d.target, source: d.source, snap: d.sourceSnap })),
         timeoutMs: input.snapshotTimeoutMs,
-        frozen: !!freeze && !thawed,
       },
     ]);
   } catch (err) {

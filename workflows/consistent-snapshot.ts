@@ -3,17 +3,17 @@ import { patched, upsertSearchAttributes, workflowInfo } from '@temporalio/workf
 import { FailureType } from '../src/model/failures';
 import { parseSnapshotInput } from '../src/model/input';
 import type { SnapshotInput, SnapshotRequest } from '../src/model/input';
-import { IMAGE_SNAP, rbdUrl } from '../src/model/naming';
 import { planSnapshot } from '../src/model/plan';
 import { reusedQuiesce } from '../src/model/quiesce-record';
 import type { FoundRecord } from '../src/model/quiesce-record';
 import { SA } from '../src/model/search-attributes';
-import type { DiskPlan, DiskResult, FleetLimits, InspectResult, SnapshotPlan, SnapshotResult } from '../src/model/types';
+import { quiesceRecord, reusedResult, snapshotResult, windowSteps } from '../src/model/snapshot-result';
+import type { Capture, CopiedDisk } from '../src/model/snapshot-result';
+import type { DiskPlan, FleetLimits, InspectResult, SnapshotPlan, SnapshotResult } from '../src/model/types';
 import { acquireSlot } from './slots';
 import type { HeldSlot } from './slots';
 import { cleanup, flattening, imageOps, inspection, prepareLocal } from './activity-profiles';
 import { captureDisks } from './capture';
-import type { Capture } from './capture';
 import { Compensations } from './compensations';
 import { acquireDomainLock } from './domain-lock';
 import { Progress } from './progress';
@@ -128,23 +128,10 @@ async function snapshotAndCopy(
     const settled = await Promise.allSettled(plan.disks.map((d) => copyDisk(d, plan, input, capture, progress, steps)));
     const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
     if (failed) throw failed.reason;
-    const copies = settled.map((s) => (s as PromiseFulfilledResult<{ bytes?: number; sha256?: string } | undefined>).value);
+    const copies = settled.map((s) => (s as PromiseFulfilledResult<CopiedDisk | undefined>).value);
     // Histories recorded before restore points existed replay without this step.
     if (imageDisks.length && patched('vmsnap-restore-point')) await recordRestorePoint(workflowId, plan, capture.quiesced, imageDisks);
-    return {
-      workflowId,
-      domain: plan.domain,
-      host: found.host,
-      quiesced: capture.quiesced,
-      quiesceReason: capture.quiesceReason,
-      frozenFilesystems: capture.frozenFilesystems,
-      freezeWindowMs: capture.freeze && capture.thaw ? round(capture.thaw.returnedAt - capture.freeze.startedAt) : null,
-      ...(capture.quiesced && capture.freeze ? { frozenAt: frozenAt(capture) } : {}),
-      freezeBreakdownMs: breakdown(capture),
-      disks: copies.map((c, i) => diskResult(plan.disks[i], found.fsid, c)),
-      skippedDisks: plan.skipped,
-      stepsMs: steps,
-    };
+    return snapshotResult({ workflowId, plan, found, steps }, capture, copies);
   } catch (err) {
     progress.phase('compensate');
     await saga.run();
@@ -159,14 +146,9 @@ async function copyDisk(
   capture: Capture,
   progress: Progress,
   steps: Record<string, number>,
-): Promise<{ bytes?: number; sha256?: string } | undefined> {
+): Promise<CopiedDisk | undefined> {
   const workflowId = nameIdOf(input);
-  const record = {
-    quiesced: capture.quiesced,
-    frozenFilesystems: capture.frozenFilesystems,
-    quiesceReason: capture.quiesceReason,
-    ...(capture.quiesced && capture.freeze ? { frozenAt: frozenAt(capture) } : {}),
-  };
+  const record = quiesceRecord(capture);
   if (!d.image) {
     await imageOps().finalizeDisk.executeWithOptions({ summary: `keep snapshot of ${d.target}` }, [
       { source: d.source, snap: d.sourceSnap, ...record },
@@ -217,22 +199,6 @@ async function removeImages(workflowId: string, disks: DiskPlan[]): Promise<void
   ]);
 }
 
-function diskResult(d: DiskPlan, fsid: string, copy: { bytes?: number; sha256?: string } | undefined): DiskResult {
-  const snapshot = `${d.source.pool}/${d.source.image}@${d.sourceSnap}`;
-  if (!d.image) {
-    return { target: d.target, source: `${d.source.pool}/${d.source.image}`, location: rbdUrl(fsid, d.source.pool, d.source.image, d.sourceSnap, d.source.namespace), snapshot };
-  }
-  return {
-    target: d.target,
-    source: `${d.source.pool}/${d.source.image}`,
-    location: rbdUrl(fsid, d.image.pool, d.image.image, IMAGE_SNAP, d.image.namespace),
-    snapshot,
-    image: `${d.image.pool}/${d.image.image}`,
-    ...(copy?.bytes !== undefined ? { contentBytes: copy.bytes } : {}),
-    ...(copy?.sha256 ? { sha256: copy.sha256 } : {}),
-  };
-}
-
 function reused(
   plan: SnapshotPlan,
   found: InspectResult,
@@ -244,17 +210,7 @@ function reused(
   const q = patched('vmsnap-reuse-records')
     ? reusedQuiesce(records ?? [])
     : { quiesced: false, quiesceReason: 'an earlier run of this workflow id already produced these images; see that run for its quiesce state', frozenFilesystems: 0 };
-  return {
-    workflowId,
-    domain: plan.domain,
-    host: found.host,
-    ...q,
-    freezeWindowMs: null,
-    disks: plan.disks.map((d) => diskResult(d, found.fsid, undefined)),
-    skippedDisks: plan.skipped,
-    stepsMs: steps,
-    reusedExisting: true,
-  };
+  return reusedResult({ workflowId, plan, found, steps }, q);
 }
 
 /** A freeze-window slot of this host (when the run freezes), then a snapshot slot of the cluster. */
@@ -283,31 +239,4 @@ function nameIdOf(input: SnapshotInput): string {
     throw ApplicationFailure.nonRetryable('invalid input: routedBy is set only by the fleet router, for its own child run', FailureType.InvalidInput);
   }
   return input.routedBy;
-}
-
-/** The freeze's identity on the images: when its call started, worker clock. */
-function frozenAt(c: Capture): string {
-  return new Date(Math.round(c.freeze!.startedAt)).toISOString();
-}
-
-function windowSteps(c: Capture): Record<string, number> {
-  const out: Record<string, number> = {};
-  if (c.freeze) out.freeze = round(c.freeze.returnedAt - c.freeze.startedAt);
-  out.snapshot = round(c.snapshot.returnedAt - c.snapshot.startedAt);
-  if (c.thaw) out.thaw = round(c.thaw.returnedAt - c.thaw.startedAt);
-  return out;
-}
-
-function breakdown(c: Capture): SnapshotResult['freezeBreakdownMs'] {
-  if (!c.freeze || !c.thaw) return undefined;
-  const freeze = c.freeze.returnedAt - c.freeze.startedAt;
-  const snapshot = c.snapshot.returnedAt - c.snapshot.startedAt;
-  const thaw = c.thaw.returnedAt - c.thaw.startedAt;
-  const total = c.thaw.returnedAt - c.freeze.startedAt;
-  return { freeze: round(freeze), snapshot: round(snapshot), thaw: round(thaw), gaps: round(total - freeze - snapshot - thaw) };
-}
-
-
-function round(ms: number): number {
-  return Math.round(ms * 10) / 10;
 }

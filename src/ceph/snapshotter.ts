@@ -49,6 +49,8 @@ export interface SnapFailure {
 export interface CreateSnapsResult {
   /** Confirmed created. */
   created: SnapRequest[];
+  /** Per answered request: ms from sending it to its reply (the requests run in parallel). */
+  replyMs: Map<SnapRequest, number>;
   /** Answered with an error (nothing created). */
   failed: SnapFailure[];
   /** Sent but unanswered when the deadline hit or the child died: may be created late. */
@@ -133,6 +135,7 @@ export class Snapshotter {
     const r = await this.runBatch('create', requests, o.timeoutMs);
     return {
       created: r.answered.filter((a) => a.reply.ok).map((a) => a.request),
+      replyMs: new Map(r.answered.map((a) => [a.request, a.ms])),
       failed: r.answered.flatMap((a) => (a.reply.ok ? [] : [{ request: a.request, error: a.reply.error }])),
       mayCompleteLate: r.unanswered,
       notSent: r.notSent,
@@ -189,7 +192,7 @@ export class Snapshotter {
   }
 
   private async runBatch(op: SnapOp, requests: SnapRequest[], timeoutMs: number) {
-    const answered: { request: SnapRequest; reply: Reply }[] = [];
+    const answered: { request: SnapRequest; reply: Reply; ms: number }[] = [];
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<'timeout'>((resolve) => {
       timer = setTimeout(() => resolve('timeout'), timeoutMs);
@@ -213,9 +216,10 @@ export class Snapshotter {
       const pending = new Set<SnapRequest>(requests);
       const all = Promise.all(
         requests.map(async (request) => {
+          const sent = performance.now();
           const reply = await this.send(c, op, request);
           if (reply) {
-            answered.push({ request, reply });
+            answered.push({ request, reply, ms: performance.now() - sent });
             pending.delete(request);
           }
         }),

@@ -98,18 +98,20 @@ export interface FreezeResult {
 }
 
 export interface SnapshotDisksRequest {
-  domainUuid: string;
   snaps: { target: string; source: RbdLocation; snap: string }[];
   timeoutMs: number;
-  /** When the guest is frozen, the snapshot must finish before the guard's deadline. */
-  frozen: boolean;
 }
 
 export interface SnapshotDisksResult {
+  /** The whole batch: first request sent → last reply (the disks are snapshotted in parallel). */
   startedAt: number;
   returnedAt: number;
   startedMono?: number;
   returnedMono?: number;
+  /**
+   * Per disk target: its own request → reply, measured in the snapshotter's parent. Histories
+   * recorded before it was measured hold the batch time for every disk.
+   */
   perDiskMs: Record<string, number>;
 }
 

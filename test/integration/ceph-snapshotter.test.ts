@@ -64,6 +64,9 @@ describe('bounded snapshots through the Snapshotter child', () => {
       const r = await snapshotter.createSnaps([req(name, `c${i}`)], { timeoutMs: 5000 });
       viaChild.push(performance.now() - t0);
       expect(r).toMatchObject({ created: [req(name, `c${i}`)], failed: [], mayCompleteLate: [], timedOut: false });
+      // Its own round trip, inside the batch's.
+      expect(r.replyMs.get(r.created[0]!)).toBeGreaterThan(0);
+      expect(r.replyMs.get(r.created[0]!)).toBeLessThanOrEqual(viaChild[i]!);
       t0 = performance.now();
       await inProcess.createSnap(`d${i}`);
       direct.push(performance.now() - t0);

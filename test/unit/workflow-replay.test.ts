@@ -1,9 +1,8 @@
 import { readFileSync } from 'node:fs';
-import { describe, expect, it } from 'vitest';
-import { Worker, bundleWorkflowCode } from '@temporalio/worker';
+import { describe, expect, inject, it } from 'vitest';
+import { Worker } from '@temporalio/worker';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { historyFiles } from '../helpers/histories';
-import { workflowsPath } from '../../src/worker/workflows-path';
 
 /*
  * Histories recorded from real lab runs of released workflow code (test/fixtures/histories/<set>,
@@ -18,7 +17,7 @@ describe('workflow determinism', () => {
   });
 
   it('replays every recorded history', async () => {
-    const { code } = await bundleWorkflowCode({ workflowsPath: workflowsPath(), logger: quiet });
+    const code = inject('workflowBundle');
     const histories = files.map((f) => ({ workflowId: f.id, history: historyFromJSON(JSON.parse(readFileSync(f.file, 'utf8'))) }));
     const results = Worker.runReplayHistories({ workflowBundle: { code }, replayName: 'vmsnap' }, histories);
     for await (const r of results) {
@@ -26,6 +25,3 @@ describe('workflow determinism', () => {
     }
   }, 120_000);
 });
-
-const noop = () => undefined;
-const quiet = { log: noop, trace: noop, debug: noop, info: noop, warn: noop, error: noop };
