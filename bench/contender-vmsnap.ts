@@ -11,7 +11,7 @@ import type { Client } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { omapRemove, openImage } from '../src/ceph';
 import type { SnapshotRequest } from '../src/model/input';
-import { cephTestEnv } from '../src/ceph/testing';
+import { cephTestEnv } from '../support/ceph';
 import { OWNER_OBJECT, ownerKey } from '../src/model/owner-record';
 import type { SnapshotResult } from '../src/model/types';
 import type { consistentSnapshot } from '../workflows';

@@ -7,7 +7,7 @@
 #   lab/lab.sh status   one line per component; exit 1 if any is down
 #   lab/lab.sh down     every component down in reverse order, then remove $LAB_DIR
 #
-# Environment: LAB_DIR (default <repo>/.lab), LAB_COMPONENTS (default "ceph temporal libvirt
+# Environment: LAB_DIR (default $VMSNAP_LAB_DIR, else <repo>/.lab), LAB_COMPONENTS (default "ceph temporal libvirt
 # guests"), PAXOS_PROPOSE_INTERVAL (lab/ceph.sh), CEPH_MON_PORT / TEMPORAL_PORT (a second lab).
 #
 # Contract for a component script lab/<c>.sh (c in COMPONENTS below; skipped when the file is absent):

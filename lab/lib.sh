@@ -2,7 +2,8 @@
 # Helpers shared by the lab scripts. Source it; it defines functions and a few variables only.
 #
 #   REPO      the repository root
-#   LAB_DIR   all lab state (default: $REPO/.lab); `lab.sh down` removes it
+#   LAB_DIR   all lab state: $LAB_DIR, else $VMSNAP_LAB_DIR (the name tests, benchmarks and
+#             support/lab/env.ts use for another lab), else $REPO/.lab; `lab.sh down` removes it
 #   ENV_D     $LAB_DIR/env.d: each component writes its env lines to env.d/<component>.env
 #   VMSNAP_CACHE  what outlives a lab (Temporal binary, guest image, libvirt's QEMU capabilities);
 #                 default ~/.cache/vmsnap (.ci/run --cold points it at an empty directory)
@@ -12,7 +13,7 @@
 # always says which one it was.
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-LAB_DIR="${LAB_DIR:-$REPO/.lab}"
+LAB_DIR="${LAB_DIR:-${VMSNAP_LAB_DIR:-$REPO/.lab}}"
 ENV_D="$LAB_DIR/env.d"
 VMSNAP_CACHE="${VMSNAP_CACHE:-$HOME/.cache/vmsnap}"
 TEMPORAL_VERSION="v1.5.1"

@@ -20,7 +20,6 @@
 # libvirtd is pinned to CPU 0: the two vCPUs of this kind of machine report different CPUID, and
 # unpinned libvirtd discards its QEMU capability cache and takes ~8 s to answer (lab notes).
 set -euo pipefail
-LAB_DIR="${LAB_DIR:-${VMSNAP_LAB_DIR:-}}" # tests name another lab with VMSNAP_LAB_DIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 WHO=libvirt
