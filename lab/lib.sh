@@ -17,6 +17,7 @@ LAB_DIR="${LAB_DIR:-${VMSNAP_LAB_DIR:-$REPO/.lab}}"
 ENV_D="$LAB_DIR/env.d"
 VMSNAP_CACHE="${VMSNAP_CACHE:-$HOME/.cache/vmsnap}"
 TEMPORAL_VERSION="v1.5.1"
+# shellcheck disable=SC2034 # read by the scripts that source this file (deps.sh, temporal.sh)
 TEMPORAL_BIN_DEFAULT="$VMSNAP_CACHE/temporal-$TEMPORAL_VERSION"
 
 # on_err STATUS COMMAND PIPESTATUS: the ERR trap. Under `set -e` the failing command is about to end the
@@ -27,6 +28,7 @@ on_err() {
   for ((i = 1; i < ${#FUNCNAME[@]}; i++)); do
     where+=" ${FUNCNAME[i]}@${BASH_SOURCE[i]##*/}:${BASH_LINENO[i - 1]}"
   done
+  # shellcheck disable=SC2016 # the backquotes are literal: they frame the command in the message
   printf '[%s] FAILED: %s:%s: `%s` exited %s; in:%s\n' "${WHO:-${0##*/}}" \
     "${BASH_SOURCE[1]#"$REPO"/}" "${BASH_LINENO[0]}" "$command" "$status" "$where" >&2
 }

@@ -136,6 +136,7 @@ cmd_kill() {
   local pid
   pid=$(pidfile_pid "$PIDFILE")
   kill -KILL "$pid"
+  # shellcheck disable=SC2016 # $1 is the child shell's argument, not ours
   wait_until 10 bash -c '! kill -0 "$1"' _ "$pid" || die "$WHO" "libvirtd $pid survived SIGKILL"
   say "$WHO" "killed libvirtd $pid (QEMU processes keep running)"
 }
