@@ -130,7 +130,7 @@ async function snapshotAndCopy(
     };
   } catch (err) {
     progress.phase('compensate');
-    await saga.run();
+    await saga.run(err);
     throw err;
   }
 }
