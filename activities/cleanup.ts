@@ -4,7 +4,7 @@ import { IMAGE_SNAP, SNAP_PREFIX } from '../src/model/naming';
 import type { RbdLocation } from '../src/model/types';
 import type { ActivityDeps } from './deps';
 import { ownedBy } from './clone';
-import { translating } from './failures';
+import { during } from './step-error';
 import { removeSourceSnaps as removeSnaps } from './source-snaps';
 import { removeSnapIfPresent } from './snapshots';
 
@@ -24,7 +24,7 @@ export function removeImages(deps: ActivityDeps) {
     for (const { image, source, snap } of req.images) {
       const io = await deps.ioctx(image.pool, image.namespace);
       if (!(await imageExists(io, image.image))) continue;
-      const img = await translating('open image', () => openImage(io, image.image));
+      const img = await during('open image', () => openImage(io, image.image));
       try {
         if (!(await ownedBy(img, req.workflowId, { image: source.image, snap }))) {
           notOwned.push(`${image.pool}/${image.image}`);
@@ -34,7 +34,7 @@ export function removeImages(deps: ActivityDeps) {
       } finally {
         await img.close();
       }
-      await translating('remove image', () => removeImage(io, image.image));
+      await during('remove image', () => removeImage(io, image.image));
       removed.push(`${image.pool}/${image.image}`);
     }
     return { removed, notOwned };

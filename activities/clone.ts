@@ -6,7 +6,7 @@ import type { RunScope } from '../src/model/identity';
 import { META } from '../src/model/types';
 import type { RbdLocation } from '../src/model/types';
 import type { ActivityDeps } from './deps';
-import { translating } from './failures';
+import { during } from './step-error';
 
 export interface CloneRequest {
   workflowId: string;
@@ -42,7 +42,7 @@ export function cloneDisk(deps: ActivityDeps) {
       if (done) return { recloned: false, complete: true };
       // An earlier attempt's clone. Its flatten may have been interrupted, and re-running an
       // interrupted flatten corrupts data on Ceph 16 (tracker 68998): start from a fresh clone.
-      await translating('remove stale clone', () => removeImage(childIo, req.image.image));
+      await during('remove stale clone', () => removeImage(childIo, req.image.image));
       recloned = true;
     }
     await createClone(deps, req);
@@ -53,7 +53,7 @@ export function cloneDisk(deps: ActivityDeps) {
 export async function createClone(deps: ActivityDeps, req: CloneRequest): Promise<void> {
   const parentIo = await deps.ioctx(req.source.pool, req.source.namespace);
   const childIo = await deps.ioctx(req.image.pool, req.image.namespace);
-  await translating(`clone ${req.source.image}@${req.snap}`, () =>
+  await during(`clone ${req.source.image}@${req.snap}`, () =>
     cloneImage(parentIo, req.source.image, req.snap, childIo, req.image.image),
   );
   const img = await openImage(childIo, req.image.image);

@@ -8,50 +8,87 @@ import {
   LibvirtError,
   LibvirtTimeoutError,
 } from '../src/libvirt';
-import { RbdError } from '../src/ceph';
+import { isBlocklisted, isPermissionDenied, isTimedOut, RbdError } from '../src/ceph';
 import { FailureType } from '../src/model/failures';
+import { isCancellation, StepError } from './step-error';
 
-/**
- * The one place where adapter errors (libvirt codes, errnos) become Temporal failure types.
- * Non-retryable where a retry cannot change the answer: the server then fails fast instead of
- * burning the retry budget on, say, a domain that does not exist.
+/*
+ * The one edge where errors become Temporal failures: createActivities wraps every activity with
+ * {@link atFailureEdge}, so no adapter error leaves a worker untranslated, and activities only
+ * say what they were doing (step-error.ts).
  */
-export function toFailure(err: unknown, doing: string): ApplicationFailure {
-  if (err instanceof ApplicationFailure) return err;
-  const msg = `${doing}: ${err instanceof Error ? err.message : String(err)}`;
-  const details = [nativeCode(err)];
-  if (err instanceof LibvirtError) {
-    if (isNoDomain(err)) return ApplicationFailure.nonRetryable(msg, FailureType.DomainNotFound, ...details);
-    if (isInvalidState(err)) return ApplicationFailure.nonRetryable(msg, FailureType.DomainNotRunning, ...details);
-    if (isAgentNotConfigured(err)) return ApplicationFailure.nonRetryable(msg, FailureType.QuiesceUnavailable, ...details);
-    if (isAgentUnresponsive(err)) return ApplicationFailure.retryable(msg, FailureType.Unavailable, ...details);
-    return ApplicationFailure.retryable(msg, 'LibvirtError', ...details);
-  }
-  if (err instanceof LibvirtTimeoutError || err instanceof LibvirtConnectionError) {
-    return ApplicationFailure.retryable(msg, FailureType.Unavailable, ...details);
-  }
-  if (err instanceof RbdError) {
-    if (err.errno === 1 || err.errno === 13 || err.errno === 108) {
-      // EPERM/EACCES/ESHUTDOWN (blocklisted): the key or the client is refused; retrying won't help.
-      return ApplicationFailure.nonRetryable(msg, FailureType.PermissionDenied, ...details);
-    }
-    if (err.errno === 110) return ApplicationFailure.retryable(msg, FailureType.Unavailable, ...details);
-    return ApplicationFailure.retryable(msg, 'RbdError', ...details);
-  }
-  return ApplicationFailure.retryable(msg, 'InternalError', ...details);
+
+interface Verdict {
+  type: FailureType;
+  nonRetryable: boolean;
 }
 
+/**
+ * Adapter error → failure type. Non-retryable where a retry cannot change the answer: the server
+ * then fails fast instead of burning the retry budget on, say, a domain that does not exist.
+ */
+function classify(err: unknown): Verdict {
+  const is = (type: FailureType, nonRetryable: boolean): Verdict => ({ type, nonRetryable });
+  if (err instanceof ApplicationFailure) return is((err.type ?? FailureType.InternalError) as FailureType, err.nonRetryable === true);
+  if (err instanceof LibvirtError) {
+    if (isNoDomain(err)) return is(FailureType.DomainNotFound, true);
+    if (isInvalidState(err)) return is(FailureType.DomainNotRunning, true);
+    if (isAgentNotConfigured(err)) return is(FailureType.QuiesceUnavailable, true);
+    if (isAgentUnresponsive(err)) return is(FailureType.Unavailable, false);
+    return is(FailureType.LibvirtError, false);
+  }
+  if (err instanceof LibvirtTimeoutError || err instanceof LibvirtConnectionError) return is(FailureType.Unavailable, false);
+  if (err instanceof RbdError) {
+    // A key without the capability, or a blocklisted client: refused on every retry.
+    if (isPermissionDenied(err) || isBlocklisted(err)) return is(FailureType.PermissionDenied, true);
+    if (isTimedOut(err)) return is(FailureType.Unavailable, false);
+    return is(FailureType.RbdError, false);
+  }
+  return is(FailureType.InternalError, false);
+}
+
+/** The native code an adapter error carries, for the failure's details. */
 function nativeCode(err: unknown): Record<string, unknown> {
   if (err instanceof LibvirtError) return { libvirtCode: err.code, libvirtDomain: err.domain, procedure: err.procedure };
   if (err instanceof RbdError) return { errno: err.errno, code: err.code, call: err.call };
   return {};
 }
 
-/** Runs an adapter call and translates whatever it throws. */
-export async function translating<T>(doing: string, fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (err) {
-    throw toFailure(err, doing);
+/**
+ * What an activity threw, as the failure the workflow sees. ApplicationFailures an activity built
+ * and cancellations pass through unchanged; a {@link StepError} is translated from its cause (and
+ * its step type); anything else from itself. The raw error stays as the failure's cause.
+ */
+export function toFailure(err: unknown): unknown {
+  if (isCancellation(err) || err instanceof ApplicationFailure) return err;
+  const raw = err instanceof StepError ? err.cause : err;
+  if (isCancellation(raw)) return raw;
+  let verdict = classify(raw);
+  const as = err instanceof StepError ? err.as : undefined;
+  if (as && !as.keep?.includes(verdict.type)) verdict = { type: as.type, nonRetryable: as.nonRetryable };
+  return ApplicationFailure.create({
+    message: err instanceof Error ? err.message : String(err),
+    type: verdict.type,
+    nonRetryable: verdict.nonRetryable,
+    details: raw instanceof ApplicationFailure ? (raw.details ?? undefined) : [nativeCode(raw)],
+    cause: raw instanceof Error ? raw : undefined,
+  });
+}
+
+/** `activities` with every function's rejections passed through {@link toFailure}. */
+export function atFailureEdge<T extends Record<string, (...args: never[]) => Promise<unknown>>>(activities: T): T {
+  const wrapped: Record<string, (...args: never[]) => Promise<unknown>> = {};
+  for (const [name, fn] of Object.entries(activities)) {
+    // A named function expression keeps the activity's name in stack traces.
+    wrapped[name] = {
+      async [name](...args: never[]) {
+        try {
+          return await fn(...args);
+        } catch (err) {
+          throw toFailure(err);
+        }
+      },
+    }[name]!;
   }
+  return wrapped as T;
 }

@@ -6,7 +6,7 @@ import { IMAGE_SNAP } from '../src/model/naming';
 import { META } from '../src/model/types';
 import type { RbdLocation } from '../src/model/types';
 import type { ActivityDeps } from './deps';
-import { translating } from './failures';
+import { during } from './step-error';
 import { readOwner, recordOwner, removeSourceSnaps } from './source-snaps';
 
 export interface FinalizeRequest {
@@ -44,11 +44,11 @@ export function finalizeDisk(deps: ActivityDeps) {
     }
     const io = await deps.ioctx(req.image.pool, req.image.namespace);
     const sha256 = req.verify ? await verifyContent(deps, req) : undefined;
-    const img = await translating('open image', () => openImage(io, req.image!.image));
+    const img = await during('open image', () => openImage(io, req.image!.image));
     let bytes: number;
     try {
-      if (!(await img.snapExists(IMAGE_SNAP))) await translating('create image snapshot', () => img.createSnap(IMAGE_SNAP));
-      if (!(await img.isSnapProtected(IMAGE_SNAP))) await translating('protect image snapshot', () => img.protectSnap(IMAGE_SNAP));
+      if (!(await img.snapExists(IMAGE_SNAP))) await during('create image snapshot', () => img.createSnap(IMAGE_SNAP));
+      if (!(await img.isSnapProtected(IMAGE_SNAP))) await during('protect image snapshot', () => img.protectSnap(IMAGE_SNAP));
       await img.metadataSet(META.quiesced, String(req.quiesced));
       const r = record(req);
       if (r.frozenFilesystems !== undefined) await img.metadataSet(META.frozenFilesystems, String(r.frozenFilesystems));
@@ -75,8 +75,8 @@ function record(req: FinalizeRequest): { frozenFilesystems?: number; frozenAt?: 
 async function verifyContent(deps: ActivityDeps, req: FinalizeRequest): Promise<string> {
   const srcIo = await deps.ioctx(req.source.pool, req.source.namespace);
   const dstIo = await deps.ioctx(req.image!.pool, req.image!.namespace);
-  const src = await translating('open source snapshot', () => openImage(srcIo, req.source.image, { snap: req.snap, readOnly: true }));
-  const dst = await translating('open image', () => openImage(dstIo, req.image!.image, { readOnly: true }));
+  const src = await during('open source snapshot', () => openImage(srcIo, req.source.image, { snap: req.snap, readOnly: true }));
+  const dst = await during('open image', () => openImage(dstIo, req.image!.image, { readOnly: true }));
   try {
     const [a, b] = await Promise.all([src.checksum(), dst.checksum()]);
     if (a !== b) {

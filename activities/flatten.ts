@@ -7,7 +7,7 @@ import { META } from '../src/model/types';
 import type { ActivityDeps } from './deps';
 import { createClone } from './clone';
 import type { CloneRequest } from './clone';
-import { translating } from './failures';
+import { during } from './step-error';
 
 export interface FlattenDetails {
   done: number;
@@ -26,7 +26,7 @@ export function flattenDisk(deps: ActivityDeps) {
     const ctx = Context.current();
     const io = await deps.ioctx(req.image.pool, req.image.namespace);
     let restarted = false;
-    let img = await translating('open clone', () => openImage(io, req.image.image));
+    let img = await during('open clone', () => openImage(io, req.image.image));
     if (!(await img.parent())) {
       await img.close();
       return { ms: 0, restarted, bytes: 0 };
@@ -34,7 +34,7 @@ export function flattenDisk(deps: ActivityDeps) {
     if ((await img.metadataGet(META.flattenStarted)) !== null) {
       await img.close();
       ctx.heartbeat({ done: 0, total: 0, restarted: true } satisfies FlattenDetails);
-      await translating('remove interrupted clone', () => removeImage(io, req.image.image));
+      await during('remove interrupted clone', () => removeImage(io, req.image.image));
       await createClone(deps, req);
       img = await openImage(io, req.image.image);
       restarted = true;
@@ -44,7 +44,7 @@ export function flattenDisk(deps: ActivityDeps) {
       const { size } = await img.stat();
       await img.metadataSet(META.flattenStarted, new Date().toISOString());
       let lastReport = 0;
-      await translating(`flatten ${req.image.image}`, () =>
+      await during(`flatten ${req.image.image}`, () =>
         img.flatten({
           signal: ctx.cancellationSignal,
           onProgress: (done, total) => {

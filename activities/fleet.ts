@@ -4,7 +4,7 @@ import { FailureType } from '../src/model/failures';
 import { isAlive } from '../src/model/fleet';
 import type { FleetHost, Presence } from '../src/model/fleet';
 import type { ActivityDeps } from './deps';
-import { translating } from './failures';
+import { during } from './step-error';
 
 /** This host's view of one domain (read-only libvirt): the router asks every live host. */
 export function domainPresence(deps: ActivityDeps) {
@@ -18,7 +18,7 @@ export function domainPresence(deps: ActivityDeps) {
       if (isNoDomain(err)) return { ...base, found: false };
       throw err;
     }
-    const { state } = await translating('read domain state', () => lv.getDomainState(dom));
+    const { state } = await during('read domain state', () => lv.getDomainState(dom));
     return { ...base, found: true, uuid: dom.uuid, name: dom.name, state };
   };
 }

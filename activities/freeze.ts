@@ -9,7 +9,7 @@ import { thawAndConfirm } from '../src/host/thaw-confirm';
 import { FailureType } from '../src/model/failures';
 import type { FreezeRequest, FreezeResult } from '../src/model/types';
 import type { ActivityDeps } from './deps';
-import { toFailure } from './failures';
+import { during, StepError } from './step-error';
 
 /**
  * virDomainFSFreeze, guarded and owned. vmsnap freezes only a thawed guest: one already frozen
@@ -21,16 +21,13 @@ import { toFailure } from './failures';
 export function freezeGuest(deps: ActivityDeps) {
   return async function freezeGuest(req: FreezeRequest): Promise<FreezeResult> {
     const lv = await deps.libvirt();
-    let dom: DomainRef;
-    let previousAgentTimeout: number | undefined;
-    try {
-      dom = await lv.lookupDomainByUuid(req.domainUuid);
+    const { dom, previousAgentTimeout } = await during(`prepare freeze of ${req.domainName}`, async () => {
+      const dom = await lv.lookupDomainByUuid(req.domainUuid);
       await standDownIfFrozen(deps, lv, dom, req);
-      previousAgentTimeout = await readAgentResponseTimeout(deps.libvirtStatusDir, dom.name);
+      const previousAgentTimeout = await readAgentResponseTimeout(deps.libvirtStatusDir, dom.name);
       await lv.setAgentResponseTimeout(dom, req.agentTimeoutSec);
-    } catch (err) {
-      throw toFailure(err, `prepare freeze of ${req.domainName}`);
-    }
+      return { dom, previousAgentTimeout };
+    });
     await deps.guard.arm({
       domainUuid: req.domainUuid,
       domainName: req.domainName,
@@ -63,13 +60,10 @@ export function freezeGuest(deps: ActivityDeps) {
       }
       // Outcome unknown or refused: the guard stays armed; the workflow's compensation thaws and
       // watches for a freeze that lands late.
-      const f = toFailure(err, `freeze ${req.domainName}`);
-      throw ApplicationFailure.create({
-        message: f.message,
-        type: f.type === FailureType.QuiesceUnavailable ? f.type : FailureType.FreezeFailed,
+      throw new StepError(`freeze ${req.domainName}`, err, {
+        type: FailureType.FreezeFailed,
         nonRetryable: true,
-        details: f.details ?? undefined,
-        cause: err instanceof Error ? err : undefined,
+        keep: [FailureType.QuiesceUnavailable],
       });
     }
   };

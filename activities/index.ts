@@ -14,12 +14,16 @@ import { prepareSnapshots } from './prepare';
 import { recordRestorePoint } from './restore-point';
 import { restoreActivities } from './restore';
 import { endPredecessorFreeze } from './predecessor';
+import { atFailureEdge } from './failures';
 
 export type { ActivityDeps } from './deps';
 
-/** Activities bound to one host's adapters. The workflow types its proxies from this. */
+/**
+ * Activities bound to one host's adapters, each behind the failure edge (failures.ts): what they
+ * throw reaches the workflow as a typed ApplicationFailure. The workflow types its proxies from this.
+ */
 export function createActivities(deps: ActivityDeps) {
-  return {
+  return atFailureEdge({
     inspectDomain: inspectDomain(deps),
     checkTargets: checkTargets(deps),
     prepareSnapshots: prepareSnapshots(deps),
@@ -39,7 +43,7 @@ export function createActivities(deps: ActivityDeps) {
     applyRetention: applyRetention(deps),
     recordRestorePoint: recordRestorePoint(deps),
     ...restoreActivities(deps),
-  };
+  });
 }
 
 export type Activities = ReturnType<typeof createActivities>;

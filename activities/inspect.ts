@@ -1,10 +1,11 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { parseDomainXml, isAgentNotConfigured } from '../src/libvirt';
+import { isNotFound, isPermissionDenied } from '../src/ceph';
 import type { DomainDisk, DomainRef } from '../src/libvirt';
 import { FailureType } from '../src/model/failures';
 import type { InspectRequest, InspectResult, InspectedDisk } from '../src/model/types';
 import type { ActivityDeps } from './deps';
-import { translating } from './failures';
+import { during } from './step-error';
 import { frozenByOther } from './freeze';
 
 /**
@@ -15,12 +16,12 @@ import { frozenByOther } from './freeze';
 export function inspectDomain(deps: ActivityDeps) {
   return async function inspectDomain(req: InspectRequest): Promise<InspectResult> {
     const lv = await deps.libvirtReadOnly();
-    const dom = await translating(`look up domain ${req.domain}`, () => lv.lookupDomain(req.domain));
-    const { state } = await translating('read domain state', () => lv.getDomainState(dom));
+    const dom = await during(`look up domain ${req.domain}`, () => lv.lookupDomain(req.domain));
+    const { state } = await during('read domain state', () => lv.getDomainState(dom));
     if (state !== 'running') {
       throw ApplicationFailure.nonRetryable(`domain ${dom.name} is ${state}, not running`, FailureType.DomainNotRunning);
     }
-    const xml = await translating('read domain XML', () => lv.getDomainXml(dom));
+    const xml = await during('read domain XML', () => lv.getDomainXml(dom));
     const info = parseDomainXml(xml);
     const disks = info.disks.filter((d) => d.device === 'disk').map(toInspected);
 
@@ -45,7 +46,7 @@ export function inspectDomain(deps: ActivityDeps) {
       await openPool(deps, pool);
     }
     const cluster = await deps.rados();
-    const fsid = await translating('read cluster fsid', () => cluster.fsid());
+    const fsid = await during('read cluster fsid', () => cluster.fsid());
     return { domain: { name: dom.name, uuid: dom.uuid }, host: deps.host, fsid, disks, agent, ...(deps.limits ? { limits: deps.limits } : {}) };
   };
 }
@@ -56,7 +57,7 @@ export function inspectDomain(deps: ActivityDeps) {
  * the domain lock and the freeze step.
  */
 async function failIfFrozenByOther(deps: ActivityDeps, dom: DomainRef, agentTimeoutSec: number): Promise<void> {
-  const status = await translating('read guest-fsfreeze-status', async () => (await deps.libvirt()).fsFreezeStatus(dom, agentTimeoutSec));
+  const status = await during('read guest-fsfreeze-status', async () => (await deps.libvirt()).fsFreezeStatus(dom, agentTimeoutSec));
   if (status !== 'frozen' || (await deps.guard.read(dom.uuid))) return;
   throw frozenByOther(dom.name, 'guest-fsfreeze-status says frozen and this host has no record of freezing it');
 }
@@ -65,9 +66,8 @@ async function openPool(deps: ActivityDeps, pool: string): Promise<void> {
   try {
     await deps.ioctx(pool);
   } catch (err) {
-    const e = err as { errno?: number };
-    if (e.errno === 2) throw ApplicationFailure.nonRetryable(`pool ${pool} does not exist`, FailureType.PoolUnavailable);
-    if (e.errno === 1 || e.errno === 13) {
+    if (isNotFound(err)) throw ApplicationFailure.nonRetryable(`pool ${pool} does not exist`, FailureType.PoolUnavailable);
+    if (isPermissionDenied(err)) {
       throw ApplicationFailure.nonRetryable(`pool ${pool}: permission denied for vmsnap's cephx key`, FailureType.PermissionDenied);
     }
     throw err;

@@ -7,7 +7,7 @@ import { rbdSpec } from '../src/model/restore-plan';
 import { RESTORE_META } from '../src/model/restore-point';
 import type { RestoreDiskPlan } from '../src/model/restore-point';
 import type { ActivityDeps } from './deps';
-import { translating } from './failures';
+import { during } from './step-error';
 
 export interface RestoreDiskRequest {
   workflowId: string;
@@ -35,7 +35,7 @@ export function cloneRestoreDisk(deps: ActivityDeps) {
         await img.close();
       }
       if (!interrupted) return { reused: true };
-      await translating('remove interrupted clone', () => removeImage(io, clone.image));
+      await during('remove interrupted clone', () => removeImage(io, clone.image));
     }
     await makeClone(deps, req);
     return { reused: false };
@@ -46,7 +46,7 @@ async function makeClone(deps: ActivityDeps, req: RestoreDiskRequest): Promise<v
   const { image, snap, clone, previous } = req.disk;
   const parentIo = await deps.ioctx(image.pool, image.namespace);
   const childIo = await deps.ioctx(clone.pool, clone.namespace);
-  await translating(`clone ${rbdSpec(image)}@${snap}`, () => cloneImage(parentIo, image.image, snap, childIo, clone.image));
+  await during(`clone ${rbdSpec(image)}@${snap}`, () => cloneImage(parentIo, image.image, snap, childIo, clone.image));
   const img = await openImage(childIo, clone.image);
   try {
     // Ownership first: until it is written, a failed restore's cleanup could not tell the clone is ours.
@@ -68,19 +68,19 @@ export function flattenRestoreDisk(deps: ActivityDeps) {
     const ctx = Context.current();
     const { clone, target } = req.disk;
     const io = await deps.ioctx(clone.pool, clone.namespace);
-    let img = await translating('open restored disk', () => openImage(io, clone.image));
+    let img = await during('open restored disk', () => openImage(io, clone.image));
     try {
       if (!(await img.parent())) return { flattened: true };
       if ((await img.metadataGet(RESTORE_META.flattenStarted)) !== null) {
         await img.close();
-        await translating('remove interrupted clone', () => removeImage(io, clone.image));
+        await during('remove interrupted clone', () => removeImage(io, clone.image));
         await makeClone(deps, req);
         img = await openImage(io, clone.image);
       }
       await img.metadataSet(RESTORE_META.flattenStarted, new Date().toISOString());
       let lastReport = 0;
       const current = img;
-      await translating(`flatten ${clone.image}`, () =>
+      await during(`flatten ${clone.image}`, () =>
         current.flatten({
           signal: ctx.cancellationSignal,
           onProgress: (done, total) => {
@@ -107,10 +107,10 @@ export function verifyRestoreDisk(deps: ActivityDeps) {
     const { image, snap, clone } = req.disk;
     const srcIo = await deps.ioctx(image.pool, image.namespace);
     const dstIo = await deps.ioctx(clone.pool, clone.namespace);
-    const src = await translating('open image snapshot', () => openImage(srcIo, image.image, { snap, readOnly: true }));
+    const src = await during('open image snapshot', () => openImage(srcIo, image.image, { snap, readOnly: true }));
     let dst: Image | undefined;
     try {
-      dst = await translating('open restored disk', () => openImage(dstIo, clone.image, { readOnly: true }));
+      dst = await during('open restored disk', () => openImage(dstIo, clone.image, { readOnly: true }));
       const [a, b] = await Promise.all([src.checksum(), dst.checksum()]);
       if (a !== b) {
         throw ApplicationFailure.nonRetryable(`${rbdSpec(clone)} differs from ${rbdSpec(image)}@${snap} (sha256 ${b} vs ${a})`, FailureType.ContentMismatch);
@@ -140,7 +140,7 @@ export async function removeRestoreDisks(deps: ActivityDeps, workflowId: string,
       await img.close();
     }
     if (!ours) continue;
-    await translating(`remove ${rbdSpec(clone)}`, () => removeImage(io, clone.image));
+    await during(`remove ${rbdSpec(clone)}`, () => removeImage(io, clone.image));
     removed.push(rbdSpec(clone));
   }
   return removed;

@@ -10,7 +10,7 @@ import { decodeRestorePoint, RESTORE_META, RESTORE_POINT_KEY } from '../src/mode
 import type { RestorePlan } from '../src/model/restore-point';
 import { rbdSourceNames, rewriteForNewDomain, swapRbdSources } from '../src/restore/domain-xml-rewrite';
 import type { ActivityDeps } from './deps';
-import { translating } from './failures';
+import { during } from './step-error';
 import { removeRestoreDisks } from './restore-disks';
 
 export interface RestoreDomainRequest {
@@ -25,10 +25,10 @@ export interface RestoreDomainRequest {
 export function stopDomain(deps: ActivityDeps) {
   return async function stopDomain(req: RestoreDomainRequest & { timeoutMs: number }): Promise<{ ms: number }> {
     const lv = await deps.libvirt();
-    const dom = await translating('look up domain', () => lv.lookupDomainByUuid(req.plan.domain.uuid));
+    const dom = await during('look up domain', () => lv.lookupDomainByUuid(req.plan.domain.uuid));
     const t0 = Date.now();
     if ((await lv.getDomainState(dom)).state === 'shutoff') return { ms: 0 };
-    await translating(`shut down ${dom.name}`, () => lv.domainShutdownFlags(dom, { agent: req.plan.hasAgent, acpi: true }));
+    await during(`shut down ${dom.name}`, () => lv.domainShutdownFlags(dom, { agent: req.plan.hasAgent, acpi: true }));
     while (Date.now() - t0 < req.timeoutMs) {
       await sleep(500);
       heartbeat({ waitedMs: Date.now() - t0 });
@@ -51,13 +51,13 @@ export function defineRestoredDomain(deps: ActivityDeps) {
       const recorded = await readRecordedXml(deps, plan);
       const map = new Map(plan.disks.map((d) => [sourceOf(recorded.disks, d.target), rbdSpec(d.clone)]));
       const xml = rewriteForNewDomain(recorded.xml, { name: plan.domain.name, uuid: plan.domain.uuid, disks: map });
-      await translating(`define ${plan.domain.name}`, () => lv.domainDefineXml(xml));
+      await during(`define ${plan.domain.name}`, () => lv.domainDefineXml(xml));
     } else {
       for (const d of plan.disks) await markReplaced(deps, d.previous!, req.workflowId);
-      const dom = await translating('look up domain', () => lv.lookupDomainByUuid(plan.domain.uuid));
-      const current = await translating('read domain XML', () => lv.getDomainXml(dom, { inactive: true }));
+      const dom = await during('look up domain', () => lv.lookupDomainByUuid(plan.domain.uuid));
+      const current = await during('read domain XML', () => lv.getDomainXml(dom, { inactive: true }));
       const map = new Map(plan.disks.map((d) => [rbdSpec(d.previous!), rbdSpec(d.clone)]));
-      await translating(`redefine ${dom.name}`, () => lv.domainDefineXml(swapRbdSources(current, map)));
+      await during(`redefine ${dom.name}`, () => lv.domainDefineXml(swapRbdSources(current, map)));
     }
     await failurePoint('restore:after-swap');
   };
@@ -67,9 +67,9 @@ export function defineRestoredDomain(deps: ActivityDeps) {
 export function startRestoredDomain(deps: ActivityDeps) {
   return async function startRestoredDomain(req: RestoreDomainRequest): Promise<void> {
     const lv = await deps.libvirt();
-    const dom = await translating('look up domain', () => lv.lookupDomainByUuid(req.plan.domain.uuid));
+    const dom = await during('look up domain', () => lv.lookupDomainByUuid(req.plan.domain.uuid));
     if ((await lv.getDomainState(dom)).state === 'running') return;
-    await translating(`start ${dom.name}`, () => lv.domainCreate(dom));
+    await during(`start ${dom.name}`, () => lv.domainCreate(dom));
   };
 }
 
@@ -77,7 +77,7 @@ export function startRestoredDomain(deps: ActivityDeps) {
 export function waitGuestReady(deps: ActivityDeps) {
   return async function waitGuestReady(req: RestoreDomainRequest & { timeoutMs: number }): Promise<{ ms: number }> {
     const lv = await deps.libvirt();
-    const dom = await translating('look up domain', () => lv.lookupDomainByUuid(req.plan.domain.uuid));
+    const dom = await during('look up domain', () => lv.lookupDomainByUuid(req.plan.domain.uuid));
     const t0 = Date.now();
     let last = 'not yet asked';
     while (Date.now() - t0 < req.timeoutMs) {
@@ -115,21 +115,21 @@ export function undoRestore(deps: ActivityDeps) {
     if (plan.mode === 'as') {
       if (dom) {
         if ((await lv.getDomainState(dom)).state !== 'shutoff') await destroyIfRunning(lv, dom);
-        await translating(`undefine ${dom.name}`, () => lv.domainUndefineFlags(dom));
+        await during(`undefine ${dom.name}`, () => lv.domainUndefineFlags(dom));
       }
     } else if (dom) {
-      const current = await translating('read domain XML', () => lv.getDomainXml(dom, { inactive: true }));
+      const current = await during('read domain XML', () => lv.getDomainXml(dom, { inactive: true }));
       const clones = new Set(plan.disks.map((d) => rbdSpec(d.clone)));
       if (rbdSourceNames(current).some((n) => clones.has(n))) {
         await destroyIfRunning(lv, dom);
         const back = new Map(plan.disks.map((d) => [rbdSpec(d.clone), rbdSpec(d.previous!)]));
-        await translating(`redefine ${dom.name} with its previous disks`, () => lv.domainDefineXml(swapRbdSources(current, back)));
+        await during(`redefine ${dom.name} with its previous disks`, () => lv.domainDefineXml(swapRbdSources(current, back)));
       }
       for (const d of plan.disks) await unmarkReplaced(deps, d.previous!, req.workflowId);
     }
     const removed = await removeRestoreDisks(deps, req.workflowId, plan.disks);
     if (plan.mode === 'in-place' && plan.wasRunning && dom && (await lv.getDomainState(dom)).state === 'shutoff') {
-      await translating(`start ${dom.name} again`, () => lv.domainCreate(dom));
+      await during(`start ${dom.name} again`, () => lv.domainCreate(dom));
     }
     return { removed };
   };
@@ -138,7 +138,7 @@ export function undoRestore(deps: ActivityDeps) {
 async function readRecordedXml(deps: ActivityDeps, plan: RestorePlan): Promise<{ xml: string; disks: { target: string; source: string }[] }> {
   const loc = plan.disks[0].image;
   const io = await deps.ioctx(loc.pool, loc.namespace);
-  const img = await translating(`open image ${loc.image}`, () => openImage(io, loc.image, { readOnly: true }));
+  const img = await during(`open image ${loc.image}`, () => openImage(io, loc.image, { readOnly: true }));
   try {
     const point = decodeRestorePoint(await img.metadataGet(RESTORE_POINT_KEY));
     if (!point) throw ApplicationFailure.nonRetryable(`${rbdSpec(loc)} lost its restore record`, FailureType.RestorePointIncomplete);
@@ -156,7 +156,7 @@ function sourceOf(disks: { target: string; source: string }[], target: string): 
 
 async function markReplaced(deps: ActivityDeps, loc: { pool: string; image: string; namespace?: string }, workflowId: string): Promise<void> {
   const io = await deps.ioctx(loc.pool, loc.namespace);
-  const img = await translating(`open ${loc.image}`, () => openImage(io, loc.image));
+  const img = await during(`open ${loc.image}`, () => openImage(io, loc.image));
   try {
     await img.metadataSet(RESTORE_META.replacedBy, workflowId);
     await img.metadataSet(RESTORE_META.replacedAt, new Date().toISOString());
@@ -167,7 +167,7 @@ async function markReplaced(deps: ActivityDeps, loc: { pool: string; image: stri
 
 async function unmarkReplaced(deps: ActivityDeps, loc: { pool: string; image: string; namespace?: string }, workflowId: string): Promise<void> {
   const io = await deps.ioctx(loc.pool, loc.namespace);
-  const img = await translating(`open ${loc.image}`, () => openImage(io, loc.image));
+  const img = await during(`open ${loc.image}`, () => openImage(io, loc.image));
   try {
     if ((await img.metadataGet(RESTORE_META.replacedBy)) !== workflowId) return;
     await img.metadataRemove(RESTORE_META.replacedBy);
@@ -179,7 +179,7 @@ async function unmarkReplaced(deps: ActivityDeps, loc: { pool: string; image: st
 
 async function destroyIfRunning(lv: LibvirtClient, dom: DomainRef): Promise<void> {
   if ((await lv.getDomainState(dom)).state === 'shutoff') return;
-  await translating(`destroy ${dom.name}`, () => lv.domainDestroy(dom));
+  await during(`destroy ${dom.name}`, () => lv.domainDestroy(dom));
 }
 
 async function lookupOrNull(lv: LibvirtClient, uuid: string): Promise<DomainRef | null> {

@@ -12,7 +12,7 @@ import { decodeRestorePoint, imageSetsOf, RESTORE_META, RESTORE_POINT_KEY } from
 import type { CatalogImage, ImageSet, RestoreDiskPlan, RestorePlan, RestorePoint } from '../src/model/restore-point';
 import { readCatalog } from '../src/restore/catalog';
 import type { ActivityDeps } from './deps';
-import { translating } from './failures';
+import { during } from './step-error';
 
 export interface PlanRestoreRequest {
   workflowId: string;
@@ -27,8 +27,8 @@ export interface PlanRestoreRequest {
 export function planRestore(deps: ActivityDeps) {
   return async function planRestore(req: PlanRestoreRequest): Promise<RestorePlan> {
     const { input, workflowId } = req;
-    const io = await translating(`open pool ${input.imagePool}`, () => deps.ioctx(input.imagePool));
-    const catalog = await translating(`list images in ${input.imagePool}`, () => readCatalog(io));
+    const io = await during(`open pool ${input.imagePool}`, () => deps.ioctx(input.imagePool));
+    const catalog = await during(`list images in ${input.imagePool}`, () => readCatalog(io));
     const chosen = chooseImageSet(input.domain, imageSetsOf(input.domain, catalog), input.from);
     if (!chosen.ok) throw ApplicationFailure.nonRetryable(chosen.message, chosen.type);
     const point = recordOf(chosen.set, catalog);
@@ -92,8 +92,8 @@ async function planAs(deps: ActivityDeps, lv: LibvirtClient, input: RestoreInput
 async function planInPlace(deps: ActivityDeps, lv: LibvirtClient, input: RestoreInput, workflowId: string, point: RestorePoint): Promise<RestorePlan> {
   const dom = (await lookupOrNull(lv, point.domain.uuid)) ?? (await lookupOrNull(lv, point.domain.name));
   if (!dom) throw ApplicationFailure.nonRetryable(`domain ${point.domain.name} (${point.domain.uuid}) does not exist on this host`, FailureType.DomainNotFound);
-  const { state } = await translating('read domain state', () => lv.getDomainState(dom));
-  const info = parseDomainXml(await translating('read domain XML', () => lv.getDomainXml(dom, { inactive: true })));
+  const { state } = await during('read domain state', () => lv.getDomainState(dom));
+  const info = parseDomainXml(await during('read domain XML', () => lv.getDomainXml(dom, { inactive: true })));
   const disks: RestoreDiskPlan[] = [];
   let ours = 0;
   for (const d of point.disks) {
@@ -141,7 +141,7 @@ async function lookupOrNull(lv: LibvirtClient, nameOrUuid: string): Promise<Doma
 async function requireImageSnap(deps: ActivityDeps, spec: string): Promise<void> {
   const loc = parseRbdSpec(spec);
   const io = await deps.ioctx(loc.pool, loc.namespace);
-  const img = await translating(`open image ${spec}`, () => openImage(io, loc.image, { readOnly: true }));
+  const img = await during(`open image ${spec}`, () => openImage(io, loc.image, { readOnly: true }));
   try {
     if (!(await img.snapExists(IMAGE_SNAP))) {
       throw ApplicationFailure.nonRetryable(`${spec} has no snapshot @${IMAGE_SNAP}`, FailureType.RestorePointIncomplete);
@@ -167,7 +167,7 @@ export async function restoreOwner(deps: ActivityDeps, loc: { pool: string; imag
 }
 
 async function requireFreeOrOurs(deps: ActivityDeps, loc: { pool: string; image: string; namespace?: string }, workflowId: string): Promise<void> {
-  const io = await translating(`open pool ${loc.pool}`, () => deps.ioctx(loc.pool, loc.namespace));
+  const io = await during(`open pool ${loc.pool}`, () => deps.ioctx(loc.pool, loc.namespace));
   if (!(await imageExists(io, loc.image))) return;
   const owner = await restoreOwner(deps, loc);
   if (owner?.workflowId !== workflowId) {

@@ -2,7 +2,7 @@ import { openImage } from '../src/ceph';
 import { encodeRestorePoint, RESTORE_POINT_KEY } from '../src/model/restore-point';
 import type { RbdLocation } from '../src/model/types';
 import type { ActivityDeps } from './deps';
-import { translating } from './failures';
+import { during } from './step-error';
 
 export interface RecordRestorePointRequest {
   workflowId: string;
@@ -20,8 +20,8 @@ export interface RecordRestorePointRequest {
 export function recordRestorePoint(deps: ActivityDeps) {
   return async function recordRestorePoint(req: RecordRestorePointRequest): Promise<void> {
     const lv = await deps.libvirtReadOnly();
-    const dom = await translating(`look up domain ${req.domain.uuid}`, () => lv.lookupDomainByUuid(req.domain.uuid));
-    const domainXml = await translating('read domain XML', () => lv.getDomainXml(dom, { inactive: true }));
+    const dom = await during(`look up domain ${req.domain.uuid}`, () => lv.lookupDomainByUuid(req.domain.uuid));
+    const domainXml = await during('read domain XML', () => lv.getDomainXml(dom, { inactive: true }));
     const value = encodeRestorePoint({
       workflowId: req.workflowId,
       runId: req.runId,
@@ -33,9 +33,9 @@ export function recordRestorePoint(deps: ActivityDeps) {
     });
     for (const d of req.disks) {
       const io = await deps.ioctx(d.image.pool, d.image.namespace);
-      const img = await translating(`open image ${d.image.image}`, () => openImage(io, d.image.image));
+      const img = await during(`open image ${d.image.image}`, () => openImage(io, d.image.image));
       try {
-        await translating('write restore record', () => img.metadataSet(RESTORE_POINT_KEY, value));
+        await during('write restore record', () => img.metadataSet(RESTORE_POINT_KEY, value));
       } finally {
         await img.close();
       }

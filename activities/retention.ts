@@ -8,7 +8,7 @@ import { sameVm } from '../src/model/identity';
 import type { RunScope } from '../src/model/identity';
 import { META } from '../src/model/types';
 import type { ActivityDeps } from './deps';
-import { translating } from './failures';
+import { during } from './step-error';
 import { removeSnapIfPresent } from './snapshots';
 
 export interface RetentionRequest {
@@ -34,7 +34,7 @@ export interface RetentionRequest {
  */
 export function applyRetention(deps: ActivityDeps) {
   return async function applyRetention(req: RetentionRequest): Promise<RetentionResult> {
-    const io = await translating(`open pool ${req.pool}`, () => deps.ioctx(req.pool));
+    const io = await during(`open pool ${req.pool}`, () => deps.ioctx(req.pool));
     const owned = await scheduleImages(io, req, deps.scope);
     const plan = planRetention(owned, req.policy, Date.now(), { pinned: req.keepImages });
     const pruned: string[] = [];
@@ -51,7 +51,7 @@ export function applyRetention(deps: ActivityDeps) {
 
 /** The images this schedule made for this domain, read from their RBD metadata. */
 async function scheduleImages(io: IoCtx, req: RetentionRequest, scope: RunScope): Promise<RetentionImage[]> {
-  const names = await translating(`list images in ${req.pool}`, () => listImages(io));
+  const names = await during(`list images in ${req.pool}`, () => listImages(io));
   const out: RetentionImage[] = [];
   for (const name of names) {
     const meta = await readMetadata(io, name);
@@ -85,7 +85,7 @@ async function readMetadata(io: IoCtx, name: string): Promise<Record<string, str
     throw err;
   }
   try {
-    return await translating(`read metadata of ${name}`, () => img.metadataList());
+    return await during(`read metadata of ${name}`, () => img.metadataList());
   } finally {
     await img.close();
   }
@@ -109,11 +109,11 @@ async function pruneImage(deps: ActivityDeps, io: IoCtx, name: string, req: Rete
     const foreign = snaps.filter((s) => s.name !== IMAGE_SNAP);
     if (foreign.length) return `has snapshots vmsnap did not make: ${foreign.map((s) => s.name).join(', ')}`;
     if ((await img.listChildren()).length) return 'has clones (in use)';
-    await translating(`remove ${name}@${IMAGE_SNAP}`, () => removeSnapIfPresent(img, IMAGE_SNAP));
+    await during(`remove ${name}@${IMAGE_SNAP}`, () => removeSnapIfPresent(img, IMAGE_SNAP));
   } finally {
     await img.close();
   }
-  await translating(`remove image ${name}`, () => removeImage(io, name));
+  await during(`remove image ${name}`, () => removeImage(io, name));
   return undefined;
 }
 

@@ -5,7 +5,7 @@ import { M } from '../src/host/metrics';
 import { FailureType } from '../src/model/failures';
 import type { SnapshotDisksRequest, SnapshotDisksResult } from '../src/model/types';
 import type { ActivityDeps } from './deps';
-import { toFailure } from './failures';
+import { during } from './step-error';
 
 /**
  * One user snapshot per disk (rbd_snap_create), all inside the one freeze. Group snapshots would
@@ -20,11 +20,13 @@ export function snapshotDisks(deps: ActivityDeps) {
     const requests = req.snaps.map((s) => ({ pool: s.source.pool, namespace: s.source.namespace, image: s.source.image, snap: s.snap }));
     let outcome;
     try {
-      outcome = await deps.snapshotter.createSnaps(requests, { timeoutMs: req.timeoutMs });
+      outcome = await during('snapshot disks', () => deps.snapshotter.createSnaps(requests, { timeoutMs: req.timeoutMs }), {
+        type: FailureType.SnapshotFailed,
+        nonRetryable: true,
+      });
     } catch (err) {
       deps.metrics.inc(M.failures, { step: 'snapshot' });
-      const f = toFailure(err, 'snapshot disks');
-      throw ApplicationFailure.create({ message: f.message, type: FailureType.SnapshotFailed, nonRetryable: true, details: f.details ?? undefined });
+      throw err;
     }
     const returnedAt = nowMs();
     const returnedMono = monoMs();

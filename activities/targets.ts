@@ -6,7 +6,7 @@ import type { FoundRecord, QuiesceRecord } from '../src/model/quiesce-record';
 import { META } from '../src/model/types';
 import type { DiskPlan } from '../src/model/types';
 import type { ActivityDeps } from './deps';
-import { translating } from './failures';
+import { during } from './step-error';
 import { readOwner, sourceSnapExists } from './source-snaps';
 
 export interface TargetsRequest {
@@ -63,8 +63,8 @@ export function checkTargets(deps: ActivityDeps) {
 async function imageDone(deps: ActivityDeps, d: DiskPlan, workflowId: string, stale: DiskPlan[]): Promise<{ record?: QuiesceRecord } | undefined> {
   const target = d.image!;
   const io = await deps.ioctx(target.pool, target.namespace);
-  if (!(await translating('check target image', () => imageExists(io, target.image)))) return undefined;
-  const img = await translating('open target image', () => openImage(io, target.image));
+  if (!(await during('check target image', () => imageExists(io, target.image)))) return undefined;
+  const img = await during('open target image', () => openImage(io, target.image));
   try {
     const owner = await img.metadataGet(META.workflowId);
     if (owner !== workflowId) {

@@ -1,4 +1,3 @@
-import { ApplicationFailure } from '@temporalio/common';
 import { activityInfo } from '@temporalio/activity';
 import { monoMs, nowMs } from '../src/host/clock';
 import { M } from '../src/host/metrics';
@@ -8,7 +7,7 @@ import type { ThawOutcome } from '../src/host/thaw-confirm';
 import { FailureType } from '../src/model/failures';
 import type { ThawRequest, ThawResult } from '../src/model/types';
 import type { ActivityDeps } from './deps';
-import { toFailure } from './failures';
+import { during } from './step-error';
 
 /**
  * The run's thaw: the host's one thaw-and-confirm, then the guard is released and the journal
@@ -27,14 +26,11 @@ export function thawGuest(deps: ActivityDeps) {
     }
     const startedAt = nowMs();
     const startedMono = monoMs();
-    let r: ThawOutcome;
-    try {
-      r = await thawAndConfirm(lv, req.domainUuid, req.agentTimeoutSec);
-    } catch (err) {
-      const f = toFailure(err, `thaw ${req.domainName} (attempt ${attempt()})`);
-      // Retryable always: the retry policy (and, past it, escalation) is the workflow's decision.
-      throw ApplicationFailure.create({ message: f.message, type: FailureType.ThawFailed, nonRetryable: false, details: f.details ?? undefined });
-    }
+    // Retryable always: the retry policy (and, past it, escalation) is the workflow's decision.
+    const r: ThawOutcome = await during(`thaw ${req.domainName} (attempt ${attempt()})`, () => thawAndConfirm(lv, req.domainUuid, req.agentTimeoutSec), {
+      type: FailureType.ThawFailed,
+      nonRetryable: false,
+    });
     const returnedAt = nowMs();
     const returnedMono = monoMs();
     const journaled = await deps.guard.read(req.domainUuid);

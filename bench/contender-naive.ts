@@ -3,7 +3,7 @@
  * `rbd snap create` per disk (one after the other), `virsh domfsthaw`. Spawned with argv
  * arrays, never a shell string. The window is the freeze process's spawn → the thaw process's exit.
  */
-import { run } from '../src/lab/cli-tools';
+import { run } from '../support/lab/cli-tools';
 import { nowMs } from './clock';
 import type { Contender, RunTiming } from './contender';
 import { timingOf } from './contender';

@@ -13,7 +13,7 @@ import { omapRemove, openImage } from '../src/ceph';
 import { windowBreakdown } from '../src/model/freeze-window';
 import type { TimedCall } from '../src/model/freeze-window';
 import type { SnapshotRequest } from '../src/model/input';
-import { cephTestEnv } from '../src/ceph/testing';
+import { cephTestEnv } from '../support/ceph';
 import { OWNER_OBJECT, ownerKey } from '../src/model/owner-record';
 import type { SnapshotResult } from '../src/model/types';
 import type { consistentSnapshot } from '../workflows';

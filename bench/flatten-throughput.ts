@@ -5,7 +5,7 @@
  */
 import { cloneImage, openImage } from '../src/ceph';
 import type { IoCtx } from '../src/ceph';
-import { run } from '../src/lab/cli-tools';
+import { run } from '../support/lab/cli-tools';
 import { BASE_SNAP } from './big-image';
 import type { BigImage } from './big-image';
 import { nowMs } from './clock';

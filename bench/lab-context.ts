@@ -5,8 +5,8 @@
  */
 import { isBusy, openImage, RadosCluster, removeImage } from '../src/ceph';
 import type { Image, IoCtx } from '../src/ceph';
-import { loadLabEnv } from '../src/lab/env';
-import type { LabEnv } from '../src/lab/env';
+import { loadLabEnv } from '../support/lab/env';
+import type { LabEnv } from '../support/lab/env';
 import { LibvirtClient, parseDomainXml } from '../src/libvirt';
 import type { DomainRef } from '../src/libvirt';
 

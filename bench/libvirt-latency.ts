@@ -6,7 +6,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { LibvirtClient } from '../src/libvirt';
-import { loadLibvirtLab } from '../test/fixtures/libvirt/lab';
+import { loadLibvirtLab } from '../support/lab/libvirt';
 
 const run = promisify(execFile);
 
@@ -24,7 +24,7 @@ async function timed(fn: () => Promise<unknown>): Promise<number> {
 
 async function main(): Promise<void> {
   const iterations = Number(process.argv[2] ?? 20);
-  const lab = await loadLibvirtLab();
+  const lab = loadLibvirtLab();
   const guest = process.argv[3] ?? lab.guest1;
   const virsh = (...args: string[]): Promise<unknown> => run('virsh', ['-q', '-c', lab.uri, ...args]);
   const client = await LibvirtClient.connect({ uri: lab.uri });

@@ -12,7 +12,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { createImage, openImage, RadosCluster, removeImage } from '../src/ceph';
-import { loadLabEnv } from '../src/lab/env';
+import { loadLabEnv } from '../support/lab/env';
 import { encodeRestorePoint, RESTORE_POINT_KEY } from '../src/model/restore-point';
 import { META } from '../src/model/types';
 import { quantile } from './stats';

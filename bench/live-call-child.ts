@@ -7,7 +7,7 @@
  */
 import { RadosCluster, openImage } from '../src/ceph';
 import type { Image } from '../src/ceph';
-import { cephTestEnv } from '../src/ceph/testing';
+import { cephTestEnv } from '../support/ceph';
 
 const [op, pool, name, snap] = process.argv.slice(2) as [string, string, string, string];
 

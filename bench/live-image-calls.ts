@@ -11,8 +11,9 @@
 import { execFileSync, spawn } from 'node:child_process';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { cephTestEnv, cliArgs } from '../src/ceph/testing';
-import { labQemuPid } from '../src/lab/guest-ctl';
+import { cephTestEnv, cliArgs } from '../support/ceph';
+import { labQemuPid } from '../support/lab/guest-ctl';
+import { labVars, need } from '../support/lab/env';
 
 const { values } = parseArgs({ options: { guest: { type: 'string', default: 'vmsnap-g1' }, 'bound-ms': { type: 'string', default: '10000' } } });
 const guest = values.guest!;
@@ -20,7 +21,7 @@ const boundMs = Number(values['bound-ms']);
 const pool = 'vms';
 const image = `${guest}-vdb`;
 const env = cephTestEnv();
-const labDir = process.env.LIBVIRT_LAB_DIR ?? path.resolve(__dirname, '../.lab/libvirt');
+const labDir = need(labVars(), 'LIBVIRT_LAB_DIR');
 const admin = cliArgs(env);
 const TSX = path.resolve(__dirname, '../node_modules/.bin/tsx');
 

@@ -25,6 +25,8 @@ import { createImage, isNotFound, openImage } from '../src/ceph';
 import type { IoCtx } from '../src/ceph';
 import type { SnapshotRequest } from '../src/model/input';
 import type { SnapshotResult } from '../src/model/types';
+import type { LabEnv } from '../support/lab/env';
+import { labWorkerConfig } from '../support/lab/worker-config';
 import { nowMs, sleep } from './clock';
 import { removeKeptSnapshots, runSnapshotWorkflow, windowFromHistory } from './contender-vmsnap';
 import type { WorkflowRun } from './contender-vmsnap';
@@ -119,12 +121,14 @@ interface HeapPeak {
   external: number;
 }
 
-async function startWorker(host: string, log: (s: string) => void): Promise<{ pid: number; taskQueue: string; heapPeak: HeapPeak; stop(): Promise<void> }> {
+async function startWorker(lab: LabEnv, host: string, log: (s: string) => void): Promise<{ pid: number; taskQueue: string; heapPeak: HeapPeak; stop(): Promise<void> }> {
   ensureFreshBuild(log);
+  // Resolved here, so the compiled worker needs no lab code (and dist/ ships none).
+  const config = labWorkerConfig(lab, host, process.env);
   const bundlePath = path.join(mkdtempSync(path.join(os.tmpdir(), 'vmsnap-bench-bundle-')), 'load-workflows.js');
   const { code } = await bundleWorkflowCode({ workflowsPath: path.join(ROOT, 'bench/load-workflows.ts'), logger: quietLogger });
   writeFileSync(bundlePath, code);
-  const proc = spawn(process.execPath, [path.join(ROOT, 'dist/bench/load-worker.js'), host, bundlePath], {
+  const proc = spawn(process.execPath, [path.join(ROOT, 'dist/bench/load-worker.js'), bundlePath, JSON.stringify(config)], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -214,7 +218,7 @@ async function removeOwnImage(io: IoCtx, name: string): Promise<void> {
 
 export async function loadTest(ctx: LabContext, client: Client, g1: Guest, g3: Guest, o: LoadOptions): Promise<LoadResult> {
   const host = `bench-load-${randomUUID().slice(0, 6)}`;
-  const worker = await startWorker(host, o.log);
+  const worker = await startWorker(ctx.env, host, o.log);
   // Let the new process finish warming up (bundle load, connections) before the idle baseline.
   await sleep(5000);
   let peakRss = 0;

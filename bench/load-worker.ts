@@ -4,20 +4,19 @@
  * load-workflows.ts (the real workflows + the RBD-only one). `npm run build` compiles this file
  * with the product, so the load test measures the worker as production runs it (node on dist/,
  * prebuilt bundle). Prints `READY <taskQueue> <snapshotter pid>`; SIGTERM shuts it down.
- * argv: <host id> <workflow bundle path>.
+ * argv: <workflow bundle path> <config JSON>: load-test.ts resolves the lab's config, so this file
+ * imports nothing but the product.
  */
-import { loadLabEnv } from '../src/lab/env';
-import { labWorkerConfig } from '../src/lab/worker-config';
+import { loadConfig, type ConfigOverrides } from '../src/config';
 import { createHostWorker } from '../src/worker/run-worker';
 import { jsonLogger } from '../src/worker/logger';
 
 async function main(): Promise<void> {
-  const host = process.argv[2] ?? `bench-load-${process.pid}`;
-  const bundle = process.argv[3];
-  if (!bundle) throw new Error('usage: load-worker <host> <workflow bundle path>');
-  const config = labWorkerConfig(loadLabEnv(), host, process.env);
+  const [bundle, configJson] = process.argv.slice(2);
+  if (!bundle || !configJson) throw new Error('usage: load-worker <workflow bundle path> <config JSON>');
+  const config = loadConfig(JSON.parse(configJson) as ConfigOverrides, {}, undefined);
   const sink = { write: () => true } as unknown as NodeJS.WritableStream;
-  const hw = await createHostWorker(config, jsonLogger({ host }, sink), { workflows: { workflowBundle: { codePath: bundle } } });
+  const hw = await createHostWorker(config, jsonLogger({ host: config.host }, sink), { workflows: { workflowBundle: { codePath: bundle } } });
   process.once('SIGTERM', () => hw.shutdown());
   process.once('SIGINT', () => hw.shutdown());
   const running = hw.run();

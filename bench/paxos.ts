@@ -1,6 +1,6 @@
 /** paxos_propose_interval on the lab's monitor, via lab/ceph.sh (set-paxos waits until it applies). */
 import path from 'node:path';
-import { run } from '../src/lab/cli-tools';
+import { run } from '../support/lab/cli-tools';
 
 const CEPH_SH = path.resolve(__dirname, '../lab/ceph.sh');
 

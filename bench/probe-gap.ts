@@ -1,10 +1,10 @@
 /**
  * The guest's view of a freeze window: the longest interval without a completed probe write
- * (src/lab/probe.ts) overlapping [from, to] on the host clock. Waits until every disk has reported
+ * (support/lab/probe.ts) overlapping [from, to] on the host clock. Waits until every disk has reported
  * a write after `to`, so the gap is closed; the gap includes up to one probe period (~60 ms) of
  * quantization plus the console path's jitter.
  */
-import { longestGap, readTicks } from '../src/lab/probe';
+import { longestGap, readTicks } from '../support/lab/probe';
 import { sleep } from './clock';
 
 export interface ProbeGapResult {

@@ -15,7 +15,7 @@
 import { execFileSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { RadosCluster, Snapshotter, createImage, openImage, removeImage } from '../src/ceph';
-import { cephTestEnv, cliArgs, uniqueName } from '../src/ceph/testing';
+import { cephTestEnv, cliArgs, uniqueName } from '../support/ceph';
 
 const { values } = parseArgs({ options: {
     runs: { type: 'string', default: '20' },

@@ -5,8 +5,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
-import type { LabEnv } from '../src/lab/env';
-import { labWorkerConfig } from '../src/lab/worker-config';
+import type { LabEnv } from '../support/lab/env';
+import { labWorkerConfig } from '../support/lab/worker-config';
 import { createHostWorker } from '../src/worker/run-worker';
 import { jsonLogger } from '../src/worker/logger';
 

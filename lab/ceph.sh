@@ -308,6 +308,7 @@ cmd_set_paxos() {
   [[ "$seconds" =~ ^[0-9]+([.][0-9]+)?$ ]] || die "$WHO" "not a number of seconds: $seconds"
   # The mon's config database overrides ceph.conf and survives a mon restart.
   ceph_cli config set mon paxos_propose_interval "$seconds"
+  # shellcheck disable=SC2016 # $1 and $2 are the child shell's arguments
   wait_until 10 bash -c '[[ "$("$1" get-paxos)" == "$2" ]]' _ "${BASH_SOURCE[0]}" \
     "$(printf '%.6f' "$seconds")" ||
     die "$WHO" "paxos_propose_interval did not take effect (mon reports $(cmd_get_paxos))"

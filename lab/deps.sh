@@ -31,6 +31,8 @@ PACKAGES=(
   chromium
   # the Temporal mTLS test (test/integration/temporal-tls.test.ts): its CA and certificates
   openssl
+  # npm run lint: the lab, guest and CI shell scripts
+  shellcheck
 )
 
 missing_packages() {

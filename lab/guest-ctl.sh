@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Host side of a lab guest's control channel (no guest agent needed). See src/lab/guest-ctl.ts.
+# Host side of a lab guest's control channel (no guest agent needed). See support/lab/guest-ctl.ts.
 #
 #   lab/guest-ctl.sh GUEST ping|status
 #   lab/guest-ctl.sh GUEST hang-agent | resume-agent      kill -STOP / -CONT qemu-ga in the guest
@@ -8,7 +8,6 @@
 #
 # Prints "ok <detail>" (exit 0), "err <detail>" (exit 1), or why there was no reply (exit 2).
 set -euo pipefail
-LAB_DIR="${LAB_DIR:-${VMSNAP_LAB_DIR:-}}" # tests name another lab with VMSNAP_LAB_DIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 (($# >= 2)) || { sed -n '4,8p' "${BASH_SOURCE[0]}" >&2; exit 2; }
@@ -18,4 +17,4 @@ shift
 socket="${VMSNAP_PROBE_DIR:-$LAB_DIR/guests}/$guest/ctl.sock"
 [[ -S "$socket" ]] || die guest-ctl "no control socket $socket (is $guest running?)"
 cd "$REPO"
-exec node --import tsx "$REPO/src/lab/guest-ctl.ts" "$socket" "$@"
+exec node --import tsx "$REPO/support/lab/guest-ctl.ts" "$socket" "$@"

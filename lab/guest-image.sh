@@ -16,6 +16,7 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
+# shellcheck disable=SC2034 # lib.sh's die and ERR trap name the script by it
 WHO=guest-image
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache_root=${VMSNAP_GUEST_IMAGE_CACHE:-$VMSNAP_CACHE}

@@ -9,7 +9,7 @@
 # Every guest has a control channel (lab/guest-ctl.sh) and a serial console logged by QEMU to
 # $LAB_DIR/guests/<guest>/serial.log; a host "stamper" (tail -F | bash) copies each console line to
 # ticks.log prefixed with the host time it arrived (microseconds since the epoch). The freeze
-# probe (src/lab/probe.ts) reads ticks.log.
+# probe (support/lab/probe.ts) reads ticks.log.
 #
 #   lab/guests.sh up                create what is missing, start what is not running, wait until
 #                                   every guest is ready (idempotent: running guests are kept)
@@ -22,7 +22,6 @@
 # Ready = libvirt says running, guest-ping answers (agent guests), every data disk's probe ticks.
 # Env in: LAB_DIR, and env.d/{ceph,libvirt}.env. GUEST_MEMORY_MIB (default 256).
 set -euo pipefail
-LAB_DIR="${LAB_DIR:-${VMSNAP_LAB_DIR:-}}" # tests name another lab with VMSNAP_LAB_DIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 WHO=guests

@@ -7,7 +7,7 @@
 #   lab/lab.sh status   one line per component; exit 1 if any is down
 #   lab/lab.sh down     every component down in reverse order, then remove $LAB_DIR
 #
-# Environment: LAB_DIR (default <repo>/.lab), LAB_COMPONENTS (default "ceph temporal libvirt
+# Environment: LAB_DIR (default $VMSNAP_LAB_DIR, else <repo>/.lab), LAB_COMPONENTS (default "ceph temporal libvirt
 # guests"), PAXOS_PROPOSE_INTERVAL (lab/ceph.sh), CEPH_MON_PORT / TEMPORAL_PORT (a second lab).
 #
 # Contract for a component script lab/<c>.sh (c in COMPONENTS below; skipped when the file is absent):
@@ -88,10 +88,39 @@ run_step() {
   return "$rc"
 }
 
+# unsafe_lab_dir DIR: prints why DIR (resolved) must never be a lab dir, which `down` removes
+# whole: it is /, or $HOME or the repository, or holds one of them. Fails when DIR is fine.
+unsafe_lab_dir() {
+  local dir="$1" p
+  [[ "$dir" != / ]] || { echo "it is /"; return 0; }
+  for p in "$(realpath -m -- "${HOME:-/}")" "$(realpath -m -- "$REPO")"; do
+    [[ "$p/" != "$dir/"* ]] || { echo "it is or holds $p"; return 0; }
+  done
+  return 1
+}
+
+# not_a_lab_dir DIR (resolved, existing): prints why `down` must leave DIR alone. LAB_DIR comes
+# from the environment, so a typo must not cost a home directory: a lab dir holds env.d/lab.env
+# (the first file lab:up writes) naming this very directory, and passes unsafe_lab_dir.
+not_a_lab_dir() {
+  local dir="$1" recorded
+  unsafe_lab_dir "$dir" && return 0
+  recorded="$(sed -n "s/^export VMSNAP_LAB_DIR='\(.*\)'\$/\1/p" "$dir/env.d/lab.env" 2>/dev/null || true)"
+  if [[ ! -d "$dir" || -z "$recorded" || "$(realpath -m -- "$recorded")" != "$dir" ]]; then
+    echo "it has no env.d/lab.env naming it, so lab:up did not make it"
+    return 0
+  fi
+  return 1
+}
+
 cmd_up() {
-  local t0 t c stamp summary=()
+  local t0 t c stamp why summary=()
   t0="$(now)"
+  if why="$(unsafe_lab_dir "$(realpath -m -- "$LAB_DIR")")"; then
+    die "$WHO" "LAB_DIR=$LAB_DIR cannot be a lab dir (lab:down removes it): $why"
+  fi
   mkdir -p "$LAB_DIR" "$LOG_DIR" "$ENV_D"
+  # First file written: remove_lab_dir's proof that this directory is a lab.
   write_env lab <<<"VMSNAP_LAB_DIR $LAB_DIR"
   assemble_env
   stamp="$LAB_DIR/.up-started"
@@ -122,8 +151,8 @@ cmd_up() {
   local IFS=','
   say "$WHO" "up in $(elapsed "$t0") s:${summary[*]/#/ }"
   unset IFS
-  # shellcheck disable=SC1090
   local ui
+  # shellcheck disable=SC1090 # the env file is generated at run time (assemble_env)
   ui="$(source "$ENV_FILE" && echo "${TEMPORAL_UI_URL:-}")"
   echo "Temporal UI: $ui"
   echo "Environment: source $ENV_FILE"
@@ -145,8 +174,13 @@ cmd_status() {
 }
 
 cmd_down() {
-  local i c rc=0 t0
+  local i c rc=0 t0 dir why
   t0="$(now)"
+  dir="$(realpath -m -- "$LAB_DIR")"
+  # Checked before any component's down, which removes its own state under $LAB_DIR too.
+  if [[ -e "$dir" ]] && why="$(not_a_lab_dir "$dir")"; then
+    die "$WHO" "refusing to take down LAB_DIR=$LAB_DIR: $why"
+  fi
   # Always every component: each down is a no-op when it is not running.
   for ((i = ${#ALL_COMPONENTS[@]} - 1; i >= 0; i--)); do
     c="${ALL_COMPONENTS[i]}"
@@ -157,7 +191,7 @@ cmd_down() {
     fi
   done
   if ((rc == 0)); then
-    rm -rf "$LAB_DIR"
+    rm -rf -- "$LAB_DIR"
     say "$WHO" "down in $(elapsed "$t0") s; removed $LAB_DIR"
   else
     say "$WHO" "kept $LAB_DIR because a component failed to stop"

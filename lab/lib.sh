@@ -2,7 +2,8 @@
 # Helpers shared by the lab scripts. Source it; it defines functions and a few variables only.
 #
 #   REPO      the repository root
-#   LAB_DIR   all lab state (default: $REPO/.lab); `lab.sh down` removes it
+#   LAB_DIR   all lab state: $LAB_DIR, else $VMSNAP_LAB_DIR (the name tests, benchmarks and
+#             support/lab/env.ts use for another lab), else $REPO/.lab; `lab.sh down` removes it
 #   ENV_D     $LAB_DIR/env.d: each component writes its env lines to env.d/<component>.env
 #   VMSNAP_CACHE  what outlives a lab (Temporal binary, guest image, libvirt's QEMU capabilities);
 #                 default ~/.cache/vmsnap (.ci/run --cold points it at an empty directory)
@@ -12,10 +13,11 @@
 # always says which one it was.
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-LAB_DIR="${LAB_DIR:-$REPO/.lab}"
+LAB_DIR="${LAB_DIR:-${VMSNAP_LAB_DIR:-$REPO/.lab}}"
 ENV_D="$LAB_DIR/env.d"
 VMSNAP_CACHE="${VMSNAP_CACHE:-$HOME/.cache/vmsnap}"
 TEMPORAL_VERSION="v1.5.1"
+# shellcheck disable=SC2034 # read by the scripts that source this file (deps.sh, temporal.sh)
 TEMPORAL_BIN_DEFAULT="$VMSNAP_CACHE/temporal-$TEMPORAL_VERSION"
 
 # on_err STATUS COMMAND PIPESTATUS: the ERR trap. Under `set -e` the failing command is about to end the
@@ -26,6 +28,7 @@ on_err() {
   for ((i = 1; i < ${#FUNCNAME[@]}; i++)); do
     where+=" ${FUNCNAME[i]}@${BASH_SOURCE[i]##*/}:${BASH_LINENO[i - 1]}"
   done
+  # shellcheck disable=SC2016 # the backquotes are literal: they frame the command in the message
   printf '[%s] FAILED: %s:%s: `%s` exited %s; in:%s\n' "${WHO:-${0##*/}}" \
     "${BASH_SOURCE[1]#"$REPO"/}" "${BASH_LINENO[0]}" "$command" "$status" "$where" >&2
 }

@@ -20,7 +20,6 @@
 # libvirtd is pinned to CPU 0: the two vCPUs of this kind of machine report different CPUID, and
 # unpinned libvirtd discards its QEMU capability cache and takes ~8 s to answer (lab notes).
 set -euo pipefail
-LAB_DIR="${LAB_DIR:-${VMSNAP_LAB_DIR:-}}" # tests name another lab with VMSNAP_LAB_DIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 WHO=libvirt
@@ -137,6 +136,7 @@ cmd_kill() {
   local pid
   pid=$(pidfile_pid "$PIDFILE")
   kill -KILL "$pid"
+  # shellcheck disable=SC2016 # $1 is the child shell's argument, not ours
   wait_until 10 bash -c '! kill -0 "$1"' _ "$pid" || die "$WHO" "libvirtd $pid survived SIGKILL"
   say "$WHO" "killed libvirtd $pid (QEMU processes keep running)"
 }

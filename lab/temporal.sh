@@ -72,6 +72,7 @@ start_server() {
     fi
     printf '\n==== %s start: %s %s\n' "$(date -u +%FT%TZ)" "$TEMPORAL_BIN" "${args[*]}" >>"$LOG"
     # The wrapper writes its own pid, then execs the server: the pid file names the server itself.
+    # shellcheck disable=SC2016 # $$, $1 and $@ belong to the wrapper shell
     setsid bash -c 'echo "$$" >"$1"; shift; exec "$@"' _ "$PIDFILE" "$TEMPORAL_BIN" "${args[@]}" \
       >>"$LOG" 2>&1 </dev/null &
   fi

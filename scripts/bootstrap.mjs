@@ -21,7 +21,8 @@ const { nodeModulesStale, addonStale, labDown } = require('./bootstrap-checks.js
 const { distIsFresh } = require('../bin/source-stamp.js');
 
 const withLab = process.argv.includes('--lab');
-const labDir = process.env.LAB_DIR ?? path.join(root, '.lab');
+// The lab scripts' rule (lab/lib.sh): LAB_DIR, else VMSNAP_LAB_DIR, else <repo>/.lab.
+const labDir = process.env.LAB_DIR ?? process.env.VMSNAP_LAB_DIR ?? path.join(root, '.lab');
 const done = [];
 const t0 = performance.now();
 

@@ -11,7 +11,7 @@ import { Client, Connection } from '@temporalio/client';
 import { SA } from '../src/model/search-attributes';
 import type { SnapshotResult } from '../src/model/types';
 import { humanResult } from '../src/cli/commands/snapshot';
-import { labVars, need } from '../test/helpers/lab';
+import { labVars, need } from '../support/lab/env';
 
 async function main(): Promise<number> {
   const root = path.resolve(__dirname, '..');
@@ -22,7 +22,7 @@ async function main(): Promise<number> {
       return 1;
     }
   }
-  const vars = labVars(path.join(root, '.lab'));
+  const vars = labVars();
   const domain = need(vars, 'VMSNAP_GUEST_3DISK');
   const config = loadConfig(
     {
@@ -30,7 +30,7 @@ async function main(): Promise<number> {
       libvirt: { uri: need(vars, 'LIBVIRT_DEFAULT_URI'), statusDir: vars.VMSNAP_LIBVIRT_STATUS_DIR },
       ceph: { conf: need(vars, 'CEPH_CONF'), id: vars.CEPH_VMSNAP_ID ?? 'admin', keyring: vars.CEPH_VMSNAP_KEYRING ?? vars.CEPH_KEYRING },
       host: 'lab',
-      stateDir: path.join(root, '.lab/vmsnap-state'),
+      stateDir: path.join(need(vars, 'VMSNAP_LAB_DIR'), 'vmsnap-state'),
       metricsPort: 0,
     },
     {},

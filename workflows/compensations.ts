@@ -1,5 +1,7 @@
 import { CancellationScope, log } from '@temporalio/workflow';
 import { ApplicationFailure } from '@temporalio/common';
+import { FailureType } from '../src/model/failures';
+import { failureType, messageOf } from './capture';
 
 type Step = { name: string; run: () => Promise<void> };
 
@@ -21,20 +23,31 @@ export class Compensations {
     this.steps.unshift({ name, run });
   }
 
-  async run(): Promise<void> {
-    const failed: string[] = [];
+  /**
+   * Runs every step. `reason` is the error that made the run compensate: when a step fails too,
+   * the CompensationFailed thrown keeps `reason` as its cause, so why the run failed is never
+   * replaced by what its cleanup hit; the steps' failures are in the message and the details.
+   */
+  async run(reason?: unknown): Promise<void> {
+    const failed: { step: string; err: unknown }[] = [];
     await CancellationScope.nonCancellable(async () => {
       for (const step of [...this.urgent, ...this.steps]) {
         try {
           await step.run();
         } catch (err) {
           log.error('compensation failed', { step: step.name, error: String(err) });
-          failed.push(`${step.name}: ${err instanceof Error ? err.message : String(err)}`);
+          failed.push({ step: step.name, err });
         }
       }
     });
     if (failed.length) {
-      throw ApplicationFailure.nonRetryable(`compensation failed: ${failed.join('; ')}`, 'CompensationFailed');
+      throw ApplicationFailure.create({
+        message: `compensation failed: ${failed.map((f) => `${f.step}: ${messageOf(f.err)}`).join('; ')}`,
+        type: FailureType.CompensationFailed,
+        nonRetryable: true,
+        details: failed.map((f) => ({ step: f.step, type: failureType(f.err), message: messageOf(f.err) })),
+        cause: reason instanceof Error ? reason : undefined,
+      });
     }
   }
 }

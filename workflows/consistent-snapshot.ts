@@ -134,7 +134,7 @@ async function snapshotAndCopy(
     return snapshotResult({ workflowId, plan, found, steps }, capture, copies);
   } catch (err) {
     progress.phase('compensate');
-    await saga.run();
+    await saga.run(err);
     throw err;
   }
 }

@@ -71,7 +71,7 @@ export async function restoreVm(request: RestoreRequest): Promise<RestoreResult>
     return finish(plan, sums, false);
   } catch (err) {
     progress.phase('compensate');
-    await saga.run();
+    await saga.run(err);
     progress.phase('failed');
     upsertSearchAttributes([{ key: SA.result, value: 'failed' }]);
     throw err;

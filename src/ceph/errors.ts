@@ -5,9 +5,13 @@ import { constants } from 'node:os';
  * `rbd_snap_create: EEXIST (17)`. Compare by errno with the helpers, never by message.
  */
 
-const errnoNames = new Map<number, string>(
-  Object.entries(constants.errno).map(([name, value]) => [value, name]),
-);
+// Linux's errno 108; Node's os.constants.errno leaves it out.
+const ESHUTDOWN = 108;
+
+const errnoNames = new Map<number, string>([
+  ...Object.entries(constants.errno).map(([name, value]): [number, string] => [value, name]),
+  [ESHUTDOWN, 'ESHUTDOWN'],
+]);
 
 export class RbdError extends Error {
   override readonly name = 'RbdError';
@@ -66,3 +70,11 @@ export const isTimedOut = (e: unknown): boolean => hasErrno(e, constants.errno.E
 export const isCanceled = (e: unknown): boolean => hasErrno(e, constants.errno.ECANCELED);
 /** ENOTEMPTY: e.g. removing an image that still has snapshots or linked clones. */
 export const isNotEmpty = (e: unknown): boolean => hasErrno(e, constants.errno.ENOTEMPTY);
+/** EPERM or EACCES: the cephx key lacks the capability (e.g. a pool outside its `profile rbd`). */
+export const isPermissionDenied = (e: unknown): boolean =>
+  hasErrno(e, constants.errno.EPERM) || hasErrno(e, constants.errno.EACCES);
+/**
+ * ESHUTDOWN: the cluster blocklisted this client (librados answers every later call so); only a
+ * new connection, after the blocklist entry expires or is removed, gets through.
+ */
+export const isBlocklisted = (e: unknown): boolean => hasErrno(e, ESHUTDOWN);

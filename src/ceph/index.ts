@@ -5,6 +5,7 @@
 export { RadosCluster, IoCtx, type ConnectOptions } from './cluster';
 export {
   RbdError, isNotFound, isExists, isBusy, isInvalid, isTimedOut, isCanceled, isNotEmpty,
+  isPermissionDenied, isBlocklisted,
 } from './errors';
 export {
   Image, listImages, createImage, openImage, removeImage, imageExists,

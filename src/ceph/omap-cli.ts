@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
+import { constants } from 'node:os';
 import type { ConnectOptions } from './cluster';
-import { RbdError } from './errors';
+import { RbdError, isNotFound } from './errors';
 
 /*
  * omap of one RADOS object through the `rados` CLI: each call is its own process with its own
@@ -20,8 +21,7 @@ export interface OmapCliOptions extends ConnectOptions {
   timeoutMs?: number;
 }
 
-const ETIMEDOUT = 110;
-const ENOENT = 2;
+const { EIO, ETIMEDOUT } = constants.errno;
 
 function baseArgs(o: OmapCliOptions, t: OmapTarget): string[] {
   const a: string[] = [];
@@ -45,7 +45,7 @@ function rados(o: OmapCliOptions, t: OmapTarget, args: string[]): Promise<string
       if (err.killed || err.signal === 'SIGKILL') return reject(new RbdError(ETIMEDOUT, call));
       // rados prints "error ...: (2) No such file or directory" and similar: keep the errno.
       const m = /\((\d+)\)/.exec(stderr);
-      reject(new RbdError(m ? Number(m[1]) : 5, call, { cause: new Error(stderr.trim() || err.message) }));
+      reject(new RbdError(m ? Number(m[1]) : EIO, call, { cause: new Error(stderr.trim() || err.message) }));
     });
   });
 }
@@ -60,7 +60,7 @@ export async function omapRemove(o: OmapCliOptions, t: OmapTarget, key: string):
   try {
     await rados(o, t, ['rmomapkey', t.object, key]);
   } catch (err) {
-    if (err instanceof RbdError && err.errno === ENOENT) return;
+    if (isNotFound(err)) return;
     throw err;
   }
 }
@@ -71,7 +71,7 @@ export async function omapList(o: OmapCliOptions, t: OmapTarget): Promise<Map<st
   try {
     out = await rados(o, t, ['listomapvals', t.object]);
   } catch (err) {
-    if (err instanceof RbdError && err.errno === ENOENT) return new Map();
+    if (isNotFound(err)) return new Map();
     throw err;
   }
   return parseListOmapVals(out);

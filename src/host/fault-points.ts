@@ -1,6 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
+import { FailureType } from '../model/failures';
 
 /**
  * Named points where the fault-injection suite (`npm run test:faults`) kills or stalls a worker.
@@ -22,7 +23,7 @@ export async function faultPoint(point: FaultPoint): Promise<void> {
  */
 export async function failurePoint(point: FaultPoint): Promise<void> {
   if (process.env.VMSNAP_FAULT_FAIL === '1' && mark(point)) {
-    throw ApplicationFailure.nonRetryable(`fault injected at ${point}`, 'FaultInjected');
+    throw ApplicationFailure.nonRetryable(`fault injected at ${point}`, FailureType.FaultInjected);
   }
   await faultPoint(point);
 }

@@ -70,5 +70,18 @@ export const FailureType = {
   ShutdownTimeout: 'ShutdownTimeout',
   /** restore: the restored VM's guest agent did not answer within the timeout. */
   GuestNotReady: 'GuestNotReady',
+  /**
+   * One or more undo steps failed after every step had its turn; the message names each, and the
+   * first failure is the cause. Never retryable: the run already ended.
+   */
+  CompensationFailed: 'CompensationFailed',
+  /** A libvirt error with no more specific type; details carry its code, domain and procedure. */
+  LibvirtError: 'LibvirtError',
+  /** A librbd/librados error with no more specific type; details carry its errno and C call. */
+  RbdError: 'RbdError',
+  /** Anything else an activity threw: a bug or an unforeseen condition; retryable. */
+  InternalError: 'InternalError',
+  /** The fault-injection suite failed the activity at a named point (never in production). */
+  FaultInjected: 'FaultInjected',
 } as const;
 export type FailureType = (typeof FailureType)[keyof typeof FailureType];

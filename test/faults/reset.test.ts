@@ -9,11 +9,11 @@ import type { SnapshotRequest } from '../../src/model/input';
 import type { SnapshotResult } from '../../src/model/types';
 import { lockWorkflowId } from '../../src/model/naming';
 import { SA } from '../../src/model/search-attributes';
-import { longestGap, readTicks, snapshotFsState } from '../../src/lab/probe';
+import { longestGap, readTicks, snapshotFsState } from '../../support/lab/probe';
 import { CephView } from '../helpers/ceph-inspect';
 import { ensureThawed, freezeStatus } from '../helpers/guest';
 import { uniqueId } from '../helpers/harness';
-import { labVars, need } from '../helpers/lab';
+import { labVars, need } from '../../support/lab/env';
 import { sleep, WorkerProcess } from '../helpers/worker-process';
 
 /*

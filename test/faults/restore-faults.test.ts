@@ -6,7 +6,7 @@ import type { SnapshotResult } from '../../src/model/types';
 import { CephView } from '../helpers/ceph-inspect';
 import { virsh } from '../helpers/guest';
 import { uniqueId } from '../helpers/harness';
-import { labVars, need } from '../helpers/lab';
+import { labVars, need } from '../../support/lab/env';
 import { domState, inactiveXml, labGuestsUp } from '../helpers/restore-lab';
 import { WorkerProcess } from '../helpers/worker-process';
 

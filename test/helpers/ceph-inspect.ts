@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { need } from './lab';
+import { need } from '../../support/lab/env';
 
 const run = promisify(execFile);
 

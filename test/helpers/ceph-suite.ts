@@ -1,7 +1,7 @@
 import { afterAll, beforeAll } from 'vitest';
 import type { IoCtx, RadosCluster } from '../../src/ceph';
-import { Cleanups, cephTestEnv, testCluster, testNamespace } from '../../src/ceph/testing';
-import type { CephTestEnv } from '../../src/ceph/testing';
+import { Cleanups, cephTestEnv, testCluster, testNamespace } from '../../support/ceph';
+import type { CephTestEnv } from '../../support/ceph';
 
 export interface CephSuite {
   readonly env: CephTestEnv;

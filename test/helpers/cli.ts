@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
-import { need } from './lab';
+import { need } from '../../support/lab/env';
 
 const BIN = path.resolve(__dirname, '../../bin/vmsnap.js');
 

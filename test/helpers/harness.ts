@@ -8,7 +8,7 @@ import type { Config } from '../../src/config';
 import { createHostWorker } from '../../src/worker/run-worker';
 import type { HostWorker } from '../../src/worker/run-worker';
 import { jsonLogger } from '../../src/worker/logger';
-import { labVars, need } from './lab';
+import { labVars, need } from '../../support/lab/env';
 
 export interface Harness {
   vars: Record<string, string>;

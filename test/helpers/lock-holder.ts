@@ -3,7 +3,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { IoCtx } from '../../src/ceph';
 import { addonPath } from '../../src/ceph/native';
-import { cliArgs, type CephTestEnv } from '../../src/ceph/testing';
+import { cliArgs, type CephTestEnv } from '../../support/ceph';
 
 /**
  * Stands in for a VM's qemu: opens the image read-write and writes, which takes the exclusive

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import type { CephView } from './ceph-inspect';
 import { virsh } from './guest';
-import { need } from './lab';
+import { need } from '../../support/lab/env';
 
 const run = promisify(execFile);
 

@@ -1,8 +1,8 @@
 import type { SnapshotResult } from '../../src/model/types';
 import { IMAGE_SNAP } from '../../src/model/naming';
-import { snapshotFsState } from '../../src/lab/probe';
-import type { SnapshotFsState } from '../../src/lab/probe';
-import { need } from './lab';
+import { snapshotFsState } from '../../support/lab/probe';
+import type { SnapshotFsState } from '../../support/lab/probe';
+import { need } from '../../support/lab/env';
 
 /**
  * The truth table of "quiesced", checked on what a run produced: the lab guests' probe writes

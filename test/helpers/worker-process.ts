@@ -3,7 +3,7 @@ import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { need } from './lab';
+import { need } from '../../support/lab/env';
 
 const ROOT = path.resolve(__dirname, '../..');
 

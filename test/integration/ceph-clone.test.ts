@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import {
   cloneImage, createImage, isCanceled, isInvalid, openImage, removeImage, RbdError, type IoCtx,
 } from '../../src/ceph';
-import { fillImage, uniqueName } from '../../src/ceph/testing';
+import { fillImage, uniqueName } from '../../support/ceph';
 import { cephSuite } from '../helpers/ceph-suite';
 
 const MiB = 1 << 20;

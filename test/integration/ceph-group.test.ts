@@ -3,7 +3,7 @@ import {
   cloneImage, createGroup, createImage, groupImageAdd, groupImageList, groupImageRemove, groupSnapCreate,
   groupSnapList, groupSnapRemove, isExists, isNotFound, openImage, removeGroup, removeImage, type IoCtx,
 } from '../../src/ceph';
-import { uniqueName } from '../../src/ceph/testing';
+import { uniqueName } from '../../support/ceph';
 import { cephSuite } from '../helpers/ceph-suite';
 
 const MiB = 1 << 20;

@@ -7,7 +7,7 @@ import {
   RadosCluster, addonHandleCounts, createImage, openImage, removeImage, type Image, type IoCtx,
 } from '../../src/ceph';
 import { native } from '../../src/ceph/native';
-import { cliArgs, injectCloseError, uniqueName } from '../../src/ceph/testing';
+import { cliArgs, injectCloseError, uniqueName } from '../../support/ceph';
 import { cephSuite } from '../helpers/ceph-suite';
 
 /*

@@ -4,7 +4,7 @@ import {
   RadosCluster, RbdError, createImage, imageExists, isExists, isNotEmpty, isNotFound, listImages, openImage,
   removeImage, type IoCtx,
 } from '../../src/ceph';
-import { fillImage, uniqueName } from '../../src/ceph/testing';
+import { fillImage, uniqueName } from '../../support/ceph';
 import { cephSuite } from '../helpers/ceph-suite';
 
 const MiB = 1 << 20;

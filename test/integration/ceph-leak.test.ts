@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createImage, openImage, removeImage, type IoCtx } from '../../src/ceph';
-import { uniqueName } from '../../src/ceph/testing';
+import { uniqueName } from '../../support/ceph';
 import { cephSuite } from '../helpers/ceph-suite';
 
 const MiB = 1 << 20;

@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import {
   cloneImage, createImage, isBusy, isExists, isNotFound, openImage, removeImage, type IoCtx,
 } from '../../src/ceph';
-import { uniqueName } from '../../src/ceph/testing';
+import { uniqueName } from '../../support/ceph';
 import { cephSuite } from '../helpers/ceph-suite';
 
 const MiB = 1 << 20;

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SnapshotterPool, createImage, isBusy, openImage, removeImage, type IoCtx, type RadosCluster, type SnapRequest } from '../../src/ceph';
-import { Cleanups, cephTestEnv, testCluster, testNamespace, uniqueName } from '../../src/ceph/testing';
+import { Cleanups, cephTestEnv, testCluster, testNamespace, uniqueName } from '../../support/ceph';
 import { blocklist, holderWrite, startHolder, stopHolder } from '../helpers/lock-holder';
 
 /*

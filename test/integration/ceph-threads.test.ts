@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   addonThreadStats, cloneImage, createImage, openImage, removeImage, type IoCtx, type RadosCluster,
 } from '../../src/ceph';
-import { Cleanups, cephTestEnv, fillImage, testCluster, testNamespace, uniqueName } from '../../src/ceph/testing';
+import { Cleanups, cephTestEnv, fillImage, testCluster, testNamespace, uniqueName } from '../../support/ceph';
 
 const env = cephTestEnv();
 const MiB = 1 << 20;

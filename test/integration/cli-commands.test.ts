@@ -10,7 +10,7 @@ import type { Harness } from '../helpers/harness';
 import { cliEnv, json, vmsnapCli } from '../helpers/cli';
 import { CephView } from '../helpers/ceph-inspect';
 import { ensureThawed, freezeStatus, virsh } from '../helpers/guest';
-import { labVars, need } from '../helpers/lab';
+import { labVars, need } from '../../support/lab/env';
 import { sleep } from '../helpers/worker-process';
 
 /*

@@ -5,7 +5,7 @@ import { SEARCH_ATTRIBUTE_TYPES } from '../../src/model/search-attributes';
 import { cliEnv, json, vmsnapCli } from '../helpers/cli';
 import { startHarness, uniqueId } from '../helpers/harness';
 import type { Harness } from '../helpers/harness';
-import { need } from '../helpers/lab';
+import { need } from '../../support/lab/env';
 
 /*
  * `vmsnap doctor` as an operator runs it: the real CLI against the lab's Temporal, libvirtd,

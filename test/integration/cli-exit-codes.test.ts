@@ -6,7 +6,7 @@ import { cliEnv, vmsnapCli } from '../helpers/cli';
 import type { CliRun } from '../helpers/cli';
 import { CephView } from '../helpers/ceph-inspect';
 import { ensureThawed } from '../helpers/guest';
-import { need } from '../helpers/lab';
+import { need } from '../../support/lab/env';
 
 /*
  * `vmsnap snapshot <vm> --wait --json` the way a backup script calls it: it branches on the exit

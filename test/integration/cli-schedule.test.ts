@@ -4,7 +4,7 @@ import { CephView } from '../helpers/ceph-inspect';
 import { cliEnv, json, vmsnapCli } from '../helpers/cli';
 import { startHarness, uniqueId } from '../helpers/harness';
 import type { Harness } from '../helpers/harness';
-import { need } from '../helpers/lab';
+import { need } from '../../support/lab/env';
 
 /*
  * `vmsnap schedule` end to end: the real CLI as a child process, a real host worker for the

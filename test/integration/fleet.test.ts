@@ -8,7 +8,7 @@ import { CephView } from '../helpers/ceph-inspect';
 import { cliEnv, json, vmsnapCli } from '../helpers/cli';
 import { failureOf } from '../helpers/failure-of';
 import { freezeStatus } from '../helpers/guest';
-import { need } from '../helpers/lab';
+import { need } from '../../support/lab/env';
 
 /*
  * Runs started by VM name, on the fleet queue, against the real lab: the registry learns the host

@@ -9,8 +9,8 @@ import { promisify } from 'node:util';
 import { Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { LabNotUpError, loadLabEnv, parseEnvFile } from '../../src/lab/env';
-import type { LabEnv } from '../../src/lab/env';
+import { LabNotUpError, loadLabEnv, parseEnvFile } from '../../support/lab/env';
+import type { LabEnv } from '../../support/lab/env';
 
 const run = promisify(execFile);
 const REPO = path.resolve(__dirname, '../..');

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import { agentCommand, rbd, virsh } from '../../src/lab/cli-tools';
-import { loadLabEnv } from '../../src/lab/env';
-import { ctlSocketPath, guestCtlOk } from '../../src/lab/guest-ctl';
-import { longestGapPerDisk, readTicks, snapshotFsState, type ProbeTick } from '../../src/lab/probe';
+import { agentCommand, rbd, virsh } from '../../support/lab/cli-tools';
+import { loadLabEnv } from '../../support/lab/env';
+import { ctlSocketPath, guestCtlOk } from '../../support/lab/guest-ctl';
+import { longestGapPerDisk, readTicks, snapshotFsState, type ProbeTick } from '../../support/lab/probe';
 
 // Proof that a freeze through libvirt really freezes the guest's filesystems: the guest's probe
 // writer is blocked for the whole frozen interval (its writes resume after the thaw), and an RBD

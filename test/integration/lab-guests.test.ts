@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { agentCommand, CliError, virsh } from '../../src/lab/cli-tools';
-import { loadLabEnv } from '../../src/lab/env';
-import { ctlSocketPath, guestCtl } from '../../src/lab/guest-ctl';
-import { readTicks } from '../../src/lab/probe';
+import { agentCommand, CliError, virsh } from '../../support/lab/cli-tools';
+import { loadLabEnv } from '../../support/lab/env';
+import { ctlSocketPath, guestCtl } from '../../support/lab/guest-ctl';
+import { readTicks } from '../../support/lab/probe';
 
 // The lab's guests (lab/guests.sh), seen through libvirt, the guest agent and the control channel.
 const env = loadLabEnv();

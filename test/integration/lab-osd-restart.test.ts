@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { labVars, need } from '../helpers/lab';
+import { labVars, need } from '../../support/lab/env';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(__dirname, '../..');

@@ -10,7 +10,7 @@ import { createHostDeps } from '../../src/worker/host-deps';
 import { startHarness, uniqueId } from '../helpers/harness';
 import type { Harness } from '../helpers/harness';
 import { CephView } from '../helpers/ceph-inspect';
-import { need } from '../helpers/lab';
+import { need } from '../../support/lab/env';
 
 const run = promisify(execFile);
 

@@ -14,7 +14,7 @@ import {
   parseDomainXml,
   type DomainRef,
 } from '../../src/libvirt';
-import { guestCtl, libvirtd, loadLibvirtLab, type LibvirtLab } from '../fixtures/libvirt/lab';
+import { guestCtlScript, libvirtd, loadLibvirtLab, type LibvirtLab } from '../../support/lab/libvirt';
 
 let lab: LibvirtLab;
 let client: LibvirtClient;
@@ -36,11 +36,11 @@ async function thawUntilThawed(c: LibvirtClient, dom: DomainRef, deadlineMs = 30
 
 async function hangAgent(guest: string): Promise<void> {
   hungAgents.add(guest);
-  expect(await guestCtl(guest, 'hang-agent')).toMatch(/agent=stopped/);
+  expect(await guestCtlScript(guest, 'hang-agent')).toMatch(/agent=stopped/);
 }
 
 beforeAll(async () => {
-  lab = await loadLibvirtLab();
+  lab = loadLibvirtLab();
   client = await LibvirtClient.connect({ uri: lab.uri });
 });
 
@@ -53,7 +53,7 @@ beforeEach(async () => {
 });
 
 afterEach(async () => {
-  for (const guest of hungAgents) await guestCtl(guest, 'resume-agent');
+  for (const guest of hungAgents) await guestCtlScript(guest, 'resume-agent');
   hungAgents.clear();
   const c = await LibvirtClient.connect({ uri: lab.uri });
   try {
@@ -157,7 +157,7 @@ describe('freeze and thaw', () => {
     expect(isAgentUnresponsive(err)).toBe(true);
     expect(Date.now() - started).toBeLessThan(10_000);
     // The freeze was delivered before the timeout and may still happen once qemu-ga wakes.
-    await guestCtl(lab.guest1, 'resume-agent');
+    await guestCtlScript(lab.guest1, 'resume-agent');
     hungAgents.delete(lab.guest1);
     await thawUntilThawed(client, g1);
   });
@@ -193,7 +193,7 @@ describe('the event loop stays free', () => {
     expect(Math.max(...readTimes)).toBeLessThan(250);
     expect(otherCallMs).toBeLessThan(1_000);
 
-    await guestCtl(lab.guest3, 'resume-agent');
+    await guestCtlScript(lab.guest3, 'resume-agent');
     hungAgents.delete(lab.guest3);
     await Promise.all(blocked);
     expect(outcomes).toEqual(Array(8).fill('ok'));
@@ -214,7 +214,7 @@ describe('libvirtd restarts', () => {
       expect(await c.lookupDomainByName(lab.guest1).catch((e: unknown) => e)).toBeInstanceOf(LibvirtConnectionError);
       await libvirtd('start');
 
-      await guestCtl(lab.guest3, 'resume-agent');
+      await guestCtlScript(lab.guest3, 'resume-agent');
       hungAgents.delete(lab.guest3);
       expect(await c.fsFreezeStatus(g1)).toBe('frozen'); // a restart does not thaw
       expect(await c.fsThaw(g1)).toBe(frozen);

@@ -5,13 +5,13 @@ import type { WorkflowFailedError } from '@temporalio/client';
 import type { SnapshotRequest } from '../../src/model/input';
 import { runKeyFor, sourceSnapName } from '../../src/model/naming';
 import type { SnapshotResult } from '../../src/model/types';
-import { labQemuPid } from '../../src/lab/guest-ctl';
-import { readTicks } from '../../src/lab/probe';
+import { labQemuPid } from '../../support/lab/guest-ctl';
+import { readTicks } from '../../support/lab/probe';
 import { CephView } from '../helpers/ceph-inspect';
 import { ensureThawed } from '../helpers/guest';
 import { startHarness, uniqueId } from '../helpers/harness';
 import type { Harness } from '../helpers/harness';
-import { labVars, need } from '../helpers/lab';
+import { labVars, need } from '../../support/lab/env';
 
 /*
  * A VM whose QEMU (its disks' exclusive-lock owner) stops answering for 40 s — past librbd's

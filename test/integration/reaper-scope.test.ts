@@ -8,7 +8,7 @@ import { resolveScope } from '../../src/worker/scope';
 import { CephView } from '../helpers/ceph-inspect';
 import { startHarness, uniqueId } from '../helpers/harness';
 import type { Harness } from '../helpers/harness';
-import { need } from '../helpers/lab';
+import { need } from '../../support/lab/env';
 
 /*
  * Two Temporal namespaces share one Ceph pool. A run of the other namespace is in flight (its

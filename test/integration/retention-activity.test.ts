@@ -8,7 +8,7 @@ import { createHostDeps } from '../../src/worker/host-deps';
 import type { HostDeps } from '../../src/worker/host-deps';
 import { CephView } from '../helpers/ceph-inspect';
 import { uniqueId } from '../helpers/harness';
-import { labVars, need } from '../helpers/lab';
+import { labVars, need } from '../../support/lab/env';
 
 /*
  * The retention activity against the lab's Ceph with the restricted client.vmsnap key: it prunes

@@ -11,7 +11,7 @@ import { domainLock, releaseLock } from '../../workflows/domain-lock';
 import { json, vmsnapCli } from '../helpers/cli';
 import { CephView } from '../helpers/ceph-inspect';
 import { uniqueId } from '../helpers/harness';
-import { labVars, need } from '../helpers/lab';
+import { labVars, need } from '../../support/lab/env';
 import { WorkerProcess } from '../helpers/worker-process';
 import type { SnapshotResult } from '../../src/model/types';
 import { makeCa, makeLeaf, startMtlsProxy } from '../helpers/tls';

@@ -19,7 +19,7 @@ import { cliEnv, vmsnapCli } from '../helpers/cli';
 import { ensureThawed, freezeStatus, virsh } from '../helpers/guest';
 import { uniqueId } from '../helpers/harness';
 import { failureOf } from '../helpers/failure-of';
-import { labVars, need } from '../helpers/lab';
+import { labVars, need } from '../../support/lab/env';
 import { fsStates, quiescedTruthViolations } from '../helpers/truth';
 import { sleep, WorkerProcess } from '../helpers/worker-process';
 

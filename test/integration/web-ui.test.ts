@@ -9,7 +9,7 @@ import { launchChromium } from '../helpers/browser';
 import type { HeadlessBrowser } from '../helpers/browser';
 import { CephView } from '../helpers/ceph-inspect';
 import { ensureThawed } from '../helpers/guest';
-import { need } from '../helpers/lab';
+import { need } from '../../support/lab/env';
 
 /*
  * What an operator sees in the Temporal Web UI (issue 7), checked in a real browser: Debian's

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SnapshotResult } from '../../src/model/types';
 import { CephView } from '../helpers/ceph-inspect';
 import { uniqueId } from '../helpers/harness';
-import { labVars, need } from '../helpers/lab';
+import { labVars, need } from '../../support/lab/env';
 import { WorkerProcess } from '../helpers/worker-process';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- plain JS, shared with bin/vmsnap.js

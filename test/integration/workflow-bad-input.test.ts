@@ -7,7 +7,7 @@ import { startHarness, uniqueId } from '../helpers/harness';
 import type { Harness } from '../helpers/harness';
 import { CephView } from '../helpers/ceph-inspect';
 import { freezeStatus } from '../helpers/guest';
-import { need } from '../helpers/lab';
+import { need } from '../../support/lab/env';
 
 let h: Harness;
 let ceph: CephView;

@@ -5,8 +5,8 @@ import { startHarness, uniqueId } from '../helpers/harness';
 import type { Harness } from '../helpers/harness';
 import { CephView } from '../helpers/ceph-inspect';
 import { ensureThawed, freezeStatus } from '../helpers/guest';
-import { need } from '../helpers/lab';
-import { longestGap, readTicks, snapshotFsState } from '../../src/lab/probe';
+import { need } from '../../support/lab/env';
+import { longestGap, readTicks, snapshotFsState } from '../../support/lab/probe';
 import { failureOf } from '../helpers/failure-of';
 
 let h: Harness;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
-  RbdError, isBusy, isCanceled, isExists, isInvalid, isNotEmpty, isNotFound, isTimedOut,
+  RbdError, isBlocklisted, isBusy, isCanceled, isExists, isInvalid, isNotEmpty, isNotFound, isPermissionDenied, isTimedOut,
 } from '../../src/ceph/errors';
 import { rbdCall } from '../../src/ceph/errors';
 
@@ -23,6 +23,18 @@ describe('RbdError', () => {
     expect(helper(new RbdError(errno === 2 ? 17 : 2, 'c'))).toBe(false);
     expect(helper(Object.assign(new Error('x'), { errno }))).toBe(false); // not an RbdError
     expect(helper(undefined)).toBe(false);
+  });
+
+  it.each([
+    [isPermissionDenied, [1, 13]], [isBlocklisted, [108]],
+  ] as const)('%o matches errnos %o only', (helper, errnos) => {
+    for (const errno of errnos) expect(helper(new RbdError(errno, 'c'))).toBe(true);
+    for (const errno of [2, 5, 16, 110].filter((e) => !(errnos as readonly number[]).includes(e))) expect(helper(new RbdError(errno, 'c'))).toBe(false);
+    expect(helper(Object.assign(new Error('x'), { errno: errnos[0] }))).toBe(false);
+  });
+
+  it('names ESHUTDOWN, which Node\'s errno table lacks (a blocklisted client)', () => {
+    expect(new RbdError(-108, 'rbd_open').message).toBe('rbd_open: ESHUTDOWN (108)');
   });
 
   it('rbdCall translates the addon rejection shape into RbdError', async () => {

@@ -1,4 +1,4 @@
-import { RadosCluster, RbdError, listImages } from '../../ceph';
+import { RadosCluster, isNotFound, isPermissionDenied, listImages } from '../../ceph';
 import type { Config } from '../../config';
 import { fail, messageOf, ok, within } from './check';
 import type { CheckResult } from './check';
@@ -35,9 +35,8 @@ async function checkPool(cluster: RadosCluster, pool: string, id: string): Promi
     const images = await within(10_000, 'list images', listImages(io));
     return ok(name, `opens and lists with client.${id} (${images.length} images)`);
   } catch (err) {
-    const errno = err instanceof RbdError ? err.errno : undefined;
-    if (errno === 2) return fail(name, 'does not exist', `ceph osd pool create ${pool} && rbd pool init ${pool}`);
-    if (errno === 1 || errno === 13) {
+    if (isNotFound(err)) return fail(name, 'does not exist', `ceph osd pool create ${pool} && rbd pool init ${pool}`);
+    if (isPermissionDenied(err)) {
       return fail(name, `permission denied for client.${id}`, `ceph auth caps client.${id} mon 'profile rbd' osd 'profile rbd pool=${pool}, ...' (list every pool vmsnap uses)`);
     }
     return fail(name, messageOf(err), 'check the pool and the key');

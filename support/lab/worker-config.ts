@@ -1,8 +1,8 @@
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { loadConfig } from '../config';
-import type { Config } from '../config';
+import { loadConfig } from '../../src/config';
+import type { Config } from '../../src/config';
 import type { LabEnv } from './env';
 
 /**

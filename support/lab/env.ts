@@ -1,6 +1,7 @@
 /**
  * The lab's environment file (`.lab/env`, written by `npm run lab:up`), parsed into a typed object
- * for tests and benchmarks.
+ * for tests, benchmarks and the demo. The one reader of that file on the TypeScript side: every
+ * caller finds the lab the same way as the lab's shell scripts do ({@link defaultLabDir}).
  *
  * The file is shell-sourceable: one `export KEY='value'` line per key. The Ceph and Temporal keys
  * are always there once the lab is up; the libvirt and guest keys only when those components are.
@@ -96,9 +97,12 @@ function unquote(value: string): string {
   return quoted ? (quoted[1] as string) : value;
 }
 
-/** The default lab directory: `$VMSNAP_LAB_DIR`, else `.lab` in the repository root. */
+/**
+ * The default lab directory, by the lab scripts' rule (lab/lib.sh, scripts/bootstrap.mjs):
+ * `$LAB_DIR`, else `$VMSNAP_LAB_DIR`, else `.lab` in the repository root.
+ */
 export function defaultLabDir(): string {
-  return process.env.VMSNAP_LAB_DIR ?? path.join(repoRoot(), '.lab');
+  return process.env.LAB_DIR ?? process.env.VMSNAP_LAB_DIR ?? path.join(repoRoot(), '.lab');
 }
 
 function repoRoot(): string {
@@ -112,59 +116,77 @@ function repoRoot(): string {
 }
 
 /**
+ * Every key of the lab's env file, untyped, for callers that pass keys through (e.g. as a child's
+ * environment).
+ *
+ * @param dir the lab directory; defaults to {@link defaultLabDir}.
+ * @throws {@link LabNotUpError} when the file is missing.
+ */
+export function labVars(dir: string = defaultLabDir()): Record<string, string> {
+  const file = path.join(dir, 'env');
+  if (!existsSync(file)) {
+    throw new LabNotUpError(`lab is not up: run npm run lab:up (no ${file})`);
+  }
+  return parseEnvFile(readFileSync(file, 'utf8'));
+}
+
+/**
+ * `vars[key]`, which the lab must have written.
+ *
+ * @throws {@link LabNotUpError} when the key is missing or empty (a lab started without that part).
+ */
+export function need(vars: Readonly<Record<string, string>>, key: string): string {
+  const value = vars[key];
+  if (value === undefined || value === '') {
+    throw new LabNotUpError(`lab is not fully up: run npm run lab:up (its env has no ${key})`);
+  }
+  return value;
+}
+
+/**
  * Read and type the lab's env file.
  *
  * @param dir the lab directory; defaults to {@link defaultLabDir}.
  * @throws {@link LabNotUpError} when the file is missing or lacks a Ceph/Temporal key.
  */
 export function loadLabEnv(dir: string = defaultLabDir()): LabEnv {
-  const file = path.join(dir, 'env');
-  if (!existsSync(file)) {
-    throw new LabNotUpError(`lab is not up: run npm run lab:up (no ${file})`);
-  }
-  const raw = parseEnvFile(readFileSync(file, 'utf8'));
-  const need = (key: string): string => {
-    const value = raw[key];
-    if (value === undefined || value === '') {
-      throw new LabNotUpError(`lab is not up: run npm run lab:up (${file} has no ${key})`);
-    }
-    return value;
-  };
+  const raw = labVars(dir);
+  const written = (key: string): string => need(raw, key);
   return {
     dir,
     temporal: {
-      address: need('TEMPORAL_ADDRESS'),
-      namespace: need('TEMPORAL_NAMESPACE'),
-      uiUrl: need('TEMPORAL_UI_URL'),
-      bin: need('TEMPORAL_BIN'),
+      address: written('TEMPORAL_ADDRESS'),
+      namespace: written('TEMPORAL_NAMESPACE'),
+      uiUrl: written('TEMPORAL_UI_URL'),
+      bin: written('TEMPORAL_BIN'),
     },
     ceph: {
-      conf: need('CEPH_CONF'),
-      adminId: need('CEPH_ID'),
-      adminKeyring: need('CEPH_KEYRING'),
-      vmsnapId: need('CEPH_VMSNAP_ID'),
-      vmsnapKeyring: need('CEPH_VMSNAP_KEYRING'),
-      monHost: need('CEPH_MON_HOST'),
-      monPort: Number(need('CEPH_MON_PORT')),
+      conf: written('CEPH_CONF'),
+      adminId: written('CEPH_ID'),
+      adminKeyring: written('CEPH_KEYRING'),
+      vmsnapId: written('CEPH_VMSNAP_ID'),
+      vmsnapKeyring: written('CEPH_VMSNAP_KEYRING'),
+      monHost: written('CEPH_MON_HOST'),
+      monPort: Number(written('CEPH_MON_PORT')),
     },
     pools: {
-      vm: need('VMSNAP_VM_POOL'),
-      image: need('VMSNAP_IMAGE_POOL'),
-      other: need('VMSNAP_OTHER_POOL'),
+      vm: written('VMSNAP_VM_POOL'),
+      image: written('VMSNAP_IMAGE_POOL'),
+      other: written('VMSNAP_OTHER_POOL'),
     },
     libvirt:
       raw.LIBVIRT_DEFAULT_URI === undefined
         ? undefined
-        : { uri: raw.LIBVIRT_DEFAULT_URI, socket: need('LIBVIRT_SOCKET'), statusDir: raw.VMSNAP_LIBVIRT_STATUS_DIR },
+        : { uri: raw.LIBVIRT_DEFAULT_URI, socket: written('LIBVIRT_SOCKET'), statusDir: raw.VMSNAP_LIBVIRT_STATUS_DIR },
     guests:
       raw.VMSNAP_GUESTS === undefined
         ? undefined
         : {
-            oneDisk: need('VMSNAP_GUEST_1DISK'),
-            threeDisk: need('VMSNAP_GUEST_3DISK'),
-            noAgent: need('VMSNAP_GUEST_NOAGENT'),
+            oneDisk: written('VMSNAP_GUEST_1DISK'),
+            threeDisk: written('VMSNAP_GUEST_3DISK'),
+            noAgent: written('VMSNAP_GUEST_NOAGENT'),
             all: raw.VMSNAP_GUESTS.split(/\s+/).filter((name) => name !== ''),
-            probeDir: need('VMSNAP_PROBE_DIR'),
+            probeDir: written('VMSNAP_PROBE_DIR'),
           },
     raw,
   };
