@@ -18,11 +18,14 @@ import { need } from '../../support/lab/env';
 let h: Harness;
 let ceph: CephView;
 let g1: string;
+let g3: string;
 
 beforeAll(async () => {
-  h = await startHarness({ config: { fleetBeatMs: 1000 } });
+  // One freeze window at a time on this host: the limits test below needs it; the rest run alone.
+  h = await startHarness({ config: { fleetBeatMs: 1000, maxWindowsPerHost: 1 } });
   ceph = new CephView(h.vars);
   g1 = need(h.vars, 'VMSNAP_GUEST_1DISK');
+  g3 = need(h.vars, 'VMSNAP_GUEST_3DISK');
   await until(async () => (await fleet()).some((x) => x.host === h.config.host && x.domains.some((d) => d.name === g1)), 15_000);
 });
 afterAll(async () => h?.stop());
@@ -111,5 +114,39 @@ describe('a run started by VM name on the fleet queue', () => {
   it('routedBy is the router’s alone: a caller who sets it is refused', async () => {
     const f = await failureOf(h.client.workflow.execute('consistentSnapshot', { taskQueue: h.hw.taskQueue, workflowId: uniqueId('forged'), args: [{ domain: g1, routedBy: 'someone-elses-run' }] }));
     expect(f.type).toBe('InvalidInput');
+  });
+});
+
+describe('fleet limits, held through Temporal', () => {
+  it('maxWindowsPerHost=1: two VMs snapshotted at once never freeze at the same time; the second waits outside its window', async () => {
+    const runs = await Promise.all(
+      [g1, g3].map((domain) =>
+        h.client.workflow.execute('consistentSnapshot', { taskQueue: FLEET_TASK_QUEUE, workflowId: uniqueId('fleet-limit'), args: [{ domain, quiesce: 'require' }] }) as Promise<SnapshotResult>,
+      ),
+    );
+    try {
+      const windows = runs.map((r) => ({ from: Date.parse(r.frozenAt!), to: Date.parse(r.frozenAt!) + r.freezeWindowMs!, waited: r.stepsMs.slots ?? 0 })).sort((a, b) => a.from - b.from);
+      expect(runs.every((r) => r.quiesced)).toBe(true);
+      expect(windows[1].from, 'second window starts after the first ends').toBeGreaterThanOrEqual(windows[0].to);
+      expect(Math.max(...windows.map((w) => w.waited)), 'one of them waited for the slot').toBeGreaterThan(0);
+      // The slot is a workflow: released (closed) once the window ended.
+      const slot = await h.client.workflow.getHandle(`vmsnap-slot-window-${h.config.host}-0`).describe();
+      expect(slot.status.name).toBe('COMPLETED');
+    } finally {
+      for (const r of runs) await ceph.removeResultImages(r);
+    }
+  });
+});
+
+describe('vmsnap doctor shows the fleet', () => {
+  it('one line per host: alive, its queue, when last seen, its running VMs', async () => {
+    const r = await vmsnapCli(['doctor', '--host', h.config.host, '--json'], cliEnv(h.vars), 60_000);
+    const checks = json<{ checks: { name: string; status: string; detail: string }[] }>(r).checks;
+    const me = checks.find((c) => c.name === `fleet.${h.config.host}`);
+    expect(me, JSON.stringify(checks.filter((c) => c.name.startsWith('fleet')))).toBeDefined();
+    expect(me!.status).toBe('ok');
+    expect(me!.detail).toContain(h.hw.taskQueue);
+    expect(me!.detail).toMatch(/last seen \d+ s ago/);
+    expect(me!.detail).toContain(g1);
   });
 });
