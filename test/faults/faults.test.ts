@@ -311,7 +311,10 @@ describe('fault injection: no guest stays frozen', () => {
 
   it('qemu-ga hung during the freeze call, resumed after the agent timeout', () =>
     cell('qemu-ga hung during freeze (resumed later)', (r) => expect(r.status).toBe('FAILED'), () =>
-      cellRun({ points: ['freeze:before-call'], pauseMs: 1500 }, async (w) => {
+      // The hang (a guest-exec round trip under TCG) must land inside the pause: 1.5 s was not
+      // enough at load 15 on 2 cores, and the freeze then simply succeeded. 3 s + the 3 s agent
+      // timeout stays inside the 8 s deadline armed before the pause.
+      cellRun({ points: ['freeze:before-call'], pauseMs: 3000 }, async (w) => {
         await w.reached('freeze:before-call');
         await guestCtl('hang-agent');
         await sleep(3000 + 2500); // past the 3 s agent timeout

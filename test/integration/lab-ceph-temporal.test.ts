@@ -22,7 +22,10 @@ const lab: LabEnv = loadLabEnv();
 
 /** `rbd -c CONF --id ID ARGS...` with a time limit; rejects on a non-zero exit. */
 function rbd(id: string, ...args: string[]) {
-  return run('rbd', ['-c', lab.ceph.conf, '--id', id, ...args], { timeout: 30_000 });
+  // Without CEPH_KEYRING: a shell that sourced the lab env has it pointing at the admin keyring,
+  // and `--id vmsnap` would then fail to authenticate instead of showing vmsnap's caps.
+  const { CEPH_KEYRING: _admin, ...env } = process.env;
+  return run('rbd', ['-c', lab.ceph.conf, '--id', id, ...args], { timeout: 30_000, env });
 }
 
 describe('lab env file', () => {
