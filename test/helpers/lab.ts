@@ -25,3 +25,23 @@ export function need(vars: Record<string, string>, key: string): string {
   if (!v) throw new Error(`.lab/env lacks ${key}: is the lab fully up?`);
   return v;
 }
+
+/** A lab hypervisor host's connection (lab/libvirt.sh): host A is the one every test used before B. */
+export interface LabHostVars {
+  /** Host id for its worker: task queue `vmsnap-<name>`. */
+  name: string;
+  uri: string;
+  statusDir?: string;
+}
+
+export function labHost(vars: Record<string, string>, host: 'a' | 'b'): LabHostVars {
+  return host === 'a'
+    ? { name: vars.VMSNAP_LAB_HOST_A ?? 'hv-a', uri: need(vars, 'LIBVIRT_DEFAULT_URI'), statusDir: vars.VMSNAP_LIBVIRT_STATUS_DIR }
+    : { name: need(vars, 'VMSNAP_LAB_HOST_B'), uri: need(vars, 'LIBVIRT_B_URI'), statusDir: vars.VMSNAP_LIBVIRT_B_STATUS_DIR };
+}
+
+/** Environment for a `vmsnap worker` process on a lab host (WorkerProcess's extraEnv). */
+export function labHostWorkerEnv(vars: Record<string, string>, host: 'a' | 'b'): Record<string, string> {
+  const h = labHost(vars, host);
+  return { VMSNAP_LIBVIRT_URI: h.uri, ...(h.statusDir ? { VMSNAP_LIBVIRT_STATUS_DIR: h.statusDir } : {}) };
+}
