@@ -363,7 +363,7 @@ cmd_status() {
   local h where_list=()
   for name in "${GUESTS[@]}"; do
     h="$(where "$name")"
-    if [[ -z "$h" ]]; then why+=("$name $(dom_state "$name" "$(home_of "$name")" || true) on neither host"); continue; fi
+    if [[ -z "$h" ]]; then why+=("$name runs on neither host"); continue; fi
     where_list+=("$name@$(lab_host_name "$h")")
     st="$(dom_state "$name" "$h")"
     if [[ "$st" != running ]]; then why+=("$name $st on $(lab_host_name "$h")"); continue; fi

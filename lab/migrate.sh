@@ -141,7 +141,7 @@ main() {
     printf '%s\n' "$out" >&2
     echo "migrate: $name $mode $(lab_host_name "$from") -> $(lab_host_name "$to") FAILED (virsh exit $rc" \
       "after $(elapsed "$t0") s); it now runs on: $(lab_host_name "$(where_or_home "$name")")"
-    return 1
+    exit 1 # (exit, not return: the ERR trap would report it as a script failure)
   fi
 
   # The source QEMU removes its own socket when it exits: link <guest>/ctl.sock after that.
@@ -150,13 +150,13 @@ main() {
   fi
   link_ctl "$name" "$to"
 
-  local healthy=1 crash t_ok
+  local healthy=1 crash health
   wait_until 30 healthy_on "$name" "$to" "$((t1_us + 1000000))" || healthy=0
-  t_ok="$(elapsed "$t1")"
+  if ((healthy)); then health="healthy $(elapsed "$t1") s later"; else health="NOT healthy $(elapsed "$t1") s later"; fi
   crash="$(console_crash "$dst_log" "$offset")"
   local summary
   summary="$name $mode $(lab_host_name "$from") -> $(lab_host_name "$to"): migrate $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s"
-  summary+=", healthy $t_ok s later, longest probe gap $(longest_gap "$name" "$t0_us" "${EPOCHREALTIME/./}") ms"
+  summary+=", $health, longest probe gap $(longest_gap "$name" "$t0_us" "${EPOCHREALTIME/./}") ms"
   if [[ -n "$crash" || "$healthy" == 0 ]]; then
     {
       echo "LAB CRASH after migration (a TCG lab artefact, not a vmsnap verdict): $name on $(lab_host_name "$to")"
@@ -164,7 +164,7 @@ main() {
       ((healthy)) || echo "not healthy within 30 s (state: $(dom_state "$name" "$to"); agent and/or probe silent)"
     } >&2
     echo "migrate: $summary; LAB CRASH"
-    return 3
+    exit 3
   fi
   echo "migrate: $summary"
 }
