@@ -1,15 +1,24 @@
 #!/usr/bin/env bash
-# The lab's guests: TCG QEMU guests under the lab's libvirtd, booted from the image that
-# lab/guest-image.sh builds, with ext4 data disks as RBD images in the vms pool.
+# The lab's guests: TCG QEMU guests under the lab's two libvirtds (lab/libvirt.sh), booted from the
+# image that lab/guest-image.sh builds, with ext4 data disks as RBD images in the vms pool.
 #
-#   vmsnap-g1       1 data disk  (vdb)          agent channel
-#   vmsnap-g3       3 data disks (vdb vdc vdd)  agent channel
-#   vmsnap-noagent  1 data disk  (vdb)          no agent channel
+#   guest           starts on     data disks                  agent    memory
+#   vmsnap-g1       host A hv-a   1 (vdb)                     yes      256 MiB
+#   vmsnap-g3       host A hv-a   3 (vdb vdc vdd)             yes      256 MiB
+#   vmsnap-noagent  host A hv-a   1 (vdb)                     no       256 MiB
+#   vmsnap-g4       host B hv-b   1 (vdb)                     yes      128 MiB
 # Disk images are <guest>-<target>, e.g. vms/vmsnap-g3-vdc (64 MiB, ext4 made on the host).
-# Every guest has a control channel (lab/guest-ctl.sh) and a serial console logged by QEMU to
-# $LAB_DIR/guests/<guest>/serial.log; a host "stamper" (tail -F | bash) copies each console line to
-# ticks.log prefixed with the host time it arrived (microseconds since the epoch). The freeze
-# probe (support/lab/probe.ts) reads ticks.log.
+# Any guest can live-migrate between the hosts (lab/migrate.sh); the domain is defined on exactly
+# one host at a time (migrations move the persistent definition).
+#
+# Every guest has a control channel (lab/guest-ctl.sh) and a serial console logged by QEMU to a
+# file. Host paths that would clash between two QEMUs of one guest during a migration are per host:
+# on host A $LAB_DIR/guests/<guest>/{serial.log,ctl.sock}, on host B
+# $LAB_DIR/guests/<guest>/hv-b/{serial.log,ctl.sock}; <guest>/ctl.sock is always the control socket
+# of the host the guest runs on (a symlink to hv-b/ctl.sock while on host B). A host "stamper"
+# (tail -F of both serial logs | bash) copies each console line to <guest>/ticks.log prefixed with
+# the host time it arrived (microseconds since the epoch). The freeze probe (support/lab/probe.ts)
+# reads ticks.log, wherever the guest runs.
 #
 #   lab/guests.sh up                create what is missing, start what is not running, wait until
 #                                   every guest is ready (idempotent: running guests are kept)
@@ -18,27 +27,45 @@
 #   lab/guests.sh recreate GUEST    destroy GUEST, its disks (with their snapshots) and its logs;
 #                                   create it again from scratch and wait until ready
 #   lab/guests.sh ready GUEST       wait until GUEST is ready (agent answers, probe ticks)
+#   lab/guests.sh where GUEST       print the host id (hv-a, hv-b) GUEST runs on; exit 1 if none
 #
 # Ready = libvirt says running, guest-ping answers (agent guests), every data disk's probe ticks.
-# Env in: LAB_DIR, and env.d/{ceph,libvirt}.env. GUEST_MEMORY_MIB (default 256).
+# Env in: LAB_DIR, and env.d/{ceph,libvirt}.env. GUEST_MEMORY_MIB (default 256; host B's small
+# guest: GUEST_B_MEMORY_MIB, default 128). Sourced (lab/migrate.sh), it defines functions only.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 WHO=guests
 GUESTS_DIR="$LAB_DIR/guests"
-GUESTS=(vmsnap-g1 vmsnap-g3 vmsnap-noagent)
+GUESTS_A=(vmsnap-g1 vmsnap-g3 vmsnap-noagent)
+GUESTS_B=(vmsnap-g4)
+GUESTS=("${GUESTS_A[@]}" "${GUESTS_B[@]}")
 MEMORY_MIB="${GUEST_MEMORY_MIB:-256}"
+B_MEMORY_MIB="${GUEST_B_MEMORY_MIB:-128}"
 DISK_SIZE_MIB=64
 READY_TIMEOUT=90
 
 disks_of() {
   case "$1" in
-    vmsnap-g1 | vmsnap-noagent) echo vdb ;;
+    vmsnap-g1 | vmsnap-noagent | vmsnap-g4) echo vdb ;;
     vmsnap-g3) echo vdb vdc vdd ;;
     *) die "$WHO" "unknown guest: $1 (known: ${GUESTS[*]})" ;;
   esac
 }
 has_agent() { [[ "$1" != vmsnap-noagent ]]; }
+# home_of GUEST: the host (a|b) lab:up starts GUEST on.
+home_of() { if [[ " ${GUESTS_B[*]} " == *" $1 "* ]]; then echo b; else echo a; fi; }
+memory_of() { if [[ "$(home_of "$1")" == b ]]; then echo "$B_MEMORY_MIB"; else echo "$MEMORY_MIB"; fi; }
+
+# host_dir GUEST HOST: the directory of GUEST's per-host paths (console log, control socket) on HOST.
+host_dir() {
+  if [[ "$2" == a ]]; then echo "$GUESTS_DIR/$1"; else echo "$GUESTS_DIR/$1/$(lab_host_name "$2")"; fi
+}
+
+# link_ctl GUEST HOST: make <guest>/ctl.sock name HOST's control socket (host A binds it there itself).
+link_ctl() {
+  [[ "$2" == a ]] || ln -sfn "$(lab_host_name "$2")/ctl.sock" "$GUESTS_DIR/$1/ctl.sock"
+}
 
 load_env() {
   local f
@@ -48,14 +75,39 @@ load_env() {
     source "$f"
   done
   POOL="${VMSNAP_VM_POOL:-vms}"
+  LIBVIRT_B_URI="${LIBVIRT_B_URI:-}" # empty in a lab that lab/libvirt.sh brought up before host B existed
   [[ "$LAB_DIR" =~ ^[A-Za-z0-9_./-]+$ ]] || die "$WHO" "LAB_DIR has characters unsafe in XML: $LAB_DIR"
 }
 
-virsh_q() { timeout 30 virsh -q -c "$LIBVIRT_DEFAULT_URI" "$@"; }
+uri_of() { if [[ "$1" == a ]]; then echo "$LIBVIRT_DEFAULT_URI"; else echo "$LIBVIRT_B_URI"; fi; }
+# virsh_on HOST ARGS...: fails when the lab has no such host
+virsh_on() {
+  local uri
+  uri="$(uri_of "$1")"
+  shift
+  [[ -n "$uri" ]] || { echo "the lab has no host B: lab/libvirt.sh up" >&2; return 1; }
+  timeout 30 virsh -q -c "$uri" "$@"
+}
 rbd_q() { timeout 60 rbd -c "$CEPH_CONF" --id "$CEPH_ID" --keyring "$CEPH_KEYRING" "$@"; }
 
-dom_state() { virsh_q domstate "$1" 2>/dev/null | head -1 || true; }
-dom_defined() { virsh_q dominfo "$1" >/dev/null 2>&1; }
+# dom_state GUEST [HOST]: libvirt's state of GUEST on HOST (default: where it runs).
+dom_state() { virsh_on "${2:-$(where_or_home "$1")}" domstate "$1" 2>/dev/null | head -1 || true; }
+dom_defined() { virsh_on "$2" dominfo "$1" >/dev/null 2>&1; }
+
+# where GUEST: the host (a|b) on which GUEST is running (or paused); nothing when on neither.
+where() {
+  local h st
+  for h in "${LAB_HOSTS[@]}"; do
+    st="$(virsh_on "$h" domstate "$1" 2>/dev/null | head -1 || true)"
+    [[ "$st" == running || "$st" == paused ]] && { echo "$h"; return 0; }
+  done
+  return 0
+}
+where_or_home() {
+  local h
+  h="$(where "$1")"
+  echo "${h:-$(home_of "$1")}"
+}
 
 image_exists() { rbd_q info "$POOL/$1" >/dev/null 2>&1; }
 
@@ -78,13 +130,15 @@ remove_image() {
     || say "$WHO" "warning: could not remove $POOL/$image (clones or watchers left?)"
 }
 
+# domain_xml GUEST IMAGE_DIR HOST: the domain as defined on HOST (its per-host paths).
 domain_xml() {
-  local name="$1" image_dir="$2" dir="$GUESTS_DIR/$1" d agent=0
+  local name="$1" image_dir="$2" dir d agent=0
+  dir="$(host_dir "$1" "$3")"
   has_agent "$name" && agent=1
   cat <<XML
 <domain type='qemu'>
   <name>$name</name>
-  <memory unit='MiB'>$MEMORY_MIB</memory>
+  <memory unit='MiB'>$(memory_of "$name")</memory>
   <vcpu>1</vcpu>
   <os>
     <type arch='x86_64' machine='pc'>hvm</type>
@@ -151,7 +205,8 @@ cmd_stamp() {
   local name="$1" dir="$2" from="$3" line
   echo $$ >"$dir/stamper.pid"
   # -s bounds tail's poll interval if inotify is unavailable.
-  tail -n "$from" -s 0.02 -F "$dir/serial.log" 2>/dev/null | while IFS= read -r line; do
+  # Both hosts' console logs (a migrated guest writes the other one); -q: no file name headers.
+  tail -q -n "$from" -s 0.02 -F "$dir/serial.log" "$dir/$(lab_host_name b)/serial.log" 2>/dev/null | while IFS= read -r line; do
     printf '%s %s\n' "${EPOCHREALTIME/./}" "${line%$'\r'}"
   done >>"$dir/ticks.log"
 }
@@ -174,8 +229,9 @@ stop_stamper() {
 }
 
 # --- readiness ------------------------------------------------------------------------------------
+# agent_answers GUEST [HOST]: guest-ping through HOST's libvirtd (default: where GUEST runs).
 agent_answers() {
-  virsh_q qemu-agent-command --timeout 5 "$1" '{"execute":"guest-ping"}' 2>/dev/null | grep -q '"return"'
+  virsh_on "${2:-$(where_or_home "$1")}" qemu-agent-command --timeout 5 "$1" '{"execute":"guest-ping"}' 2>/dev/null | grep -q '"return"'
 }
 
 # probe_ticking GUEST: every data disk has a PROBE line stamped within the last 3 s.
@@ -190,8 +246,10 @@ probe_ticking() {
 }
 
 guest_ready() {
-  [[ "$(dom_state "$1")" == running ]] || return 1
-  if has_agent "$1"; then agent_answers "$1" || return 1; fi
+  local h
+  h="$(where "$1")"
+  [[ -n "$h" && "$(dom_state "$1" "$h")" == running ]] || return 1
+  if has_agent "$1"; then agent_answers "$1" "$h" || return 1; fi
   probe_ticking "$1"
 }
 
@@ -205,41 +263,48 @@ cmd_ready() {
 }
 
 # --- lifecycle ------------------------------------------------------------------------------------
-# ensure_guest GUEST IMAGE_DIR: define (with disks) if missing, start if not running. Prints the
-# start time when it started the guest.
+# ensure_guest GUEST IMAGE_DIR: define (with disks) on its home host if it runs nowhere, start it.
+# Prints the start time when it started the guest. A guest running on either host is kept.
 ensure_guest() {
-  local name="$1" image_dir="$2" dir="$GUESTS_DIR/$1" d state
-  mkdir -p "$dir"
+  local name="$1" image_dir="$2" dir="$GUESTS_DIR/$1" d h home
+  home="$(home_of "$name")"
+  mkdir -p "$dir" "$(host_dir "$name" b)"
   for d in $(disks_of "$name"); do
     image_exists "$name-$d" || { make_disk "$name-$d" "$d"; say "$WHO" "created $POOL/$name-$d"; }
   done
-  domain_xml "$name" "$image_dir" >"$dir/domain.xml"
-  state="$(dom_state "$name")"
-  if [[ "$state" == running ]]; then
-    if virsh_q dumpxml "$name" | grep -qF "<kernel>$image_dir/vmlinux</kernel>"; then
+  domain_xml "$name" "$image_dir" "$home" >"$dir/domain.xml"
+  h="$(where "$name")"
+  if [[ -n "$h" ]]; then
+    if virsh_on "$h" dumpxml "$name" | grep -qF "<kernel>$image_dir/vmlinux</kernel>"; then
       start_stamper "$name" 0
+      link_ctl "$name" "$h"
       return 0
     fi
     say "$WHO" "$name runs an older guest image: restarting it on $image_dir (disks kept)"
   fi
-  if dom_defined "$name"; then
-    [[ "$state" == "shut off" ]] || virsh_q destroy "$name" >/dev/null 2>&1 || true
-    virsh_q undefine "$name" >/dev/null
-  fi
-  virsh_q define "$dir/domain.xml" >/dev/null
+  undefine_everywhere "$name"
+  virsh_on "$home" define "$dir/domain.xml" >/dev/null
   stop_stamper "$name"
-  rm -f "$dir/serial.log" "$dir/ticks.log" "$dir/ctl.sock"
+  rm -f "$dir/serial.log" "$dir/ticks.log" "$dir/ctl.sock" "$(host_dir "$name" b)"/{serial.log,ctl.sock}
+  link_ctl "$name" "$home"
   start_stamper "$name" +1
   now
-  virsh_q start "$name" >/dev/null || die "$WHO" "virsh start $name failed (see $LIBVIRT_LAB_DIR/log/qemu/$name.log)"
+  virsh_on "$home" start "$name" >/dev/null \
+    || die "$WHO" "virsh start $name failed on $(lab_host_name "$home") (see its libvirt dir, log/qemu/$name.log)"
+}
+
+undefine_everywhere() {
+  local name="$1" h
+  for h in "${LAB_HOSTS[@]}"; do
+    dom_defined "$name" "$h" || continue
+    virsh_on "$h" destroy "$name" >/dev/null 2>&1 || true
+    virsh_on "$h" undefine "$name" >/dev/null 2>&1 || true
+  done
 }
 
 destroy_guest() {
   local name="$1" d
-  if dom_defined "$name"; then
-    virsh_q destroy "$name" >/dev/null 2>&1 || true
-    virsh_q undefine "$name" >/dev/null 2>&1 || true
-  fi
+  undefine_everywhere "$name"
   stop_stamper "$name"
   for d in $(disks_of "$name"); do remove_image "$name-$d"; done
   rm -rf "${GUESTS_DIR:?}/$name"
@@ -250,7 +315,11 @@ write_guests_env() {
 VMSNAP_GUEST_1DISK vmsnap-g1
 VMSNAP_GUEST_3DISK vmsnap-g3
 VMSNAP_GUEST_NOAGENT vmsnap-noagent
-VMSNAP_GUESTS ${GUESTS[*]}
+VMSNAP_GUEST_HOSTB ${GUESTS_B[0]}
+VMSNAP_GUESTS ${GUESTS_A[*]}
+VMSNAP_GUESTS_A ${GUESTS_A[*]}
+VMSNAP_GUESTS_B ${GUESTS_B[*]}
+VMSNAP_LAB_MIGRATE $REPO/lab/migrate.sh
 VMSNAP_PROBE_DIR $GUESTS_DIR
 VMSNAP_GUEST_CTL $REPO/lab/guest-ctl.sh
 VMSNAP_GUESTS_SH $REPO/lab/guests.sh
@@ -290,10 +359,14 @@ cmd_recreate() {
 cmd_status() {
   local name why=() st
   load_env 2>/dev/null || { echo "guests down: ceph/libvirt env missing"; return 1; }
+  local h where_list=()
   for name in "${GUESTS[@]}"; do
-    st="$(dom_state "$name")"
-    if [[ "$st" != running ]]; then why+=("$name ${st:-undefined}"); continue; fi
-    if has_agent "$name" && ! agent_answers "$name"; then why+=("$name agent does not answer"); fi
+    h="$(where "$name")"
+    if [[ -z "$h" ]]; then why+=("$name runs on neither host"); continue; fi
+    where_list+=("$name@$(lab_host_name "$h")")
+    st="$(dom_state "$name" "$h")"
+    if [[ "$st" != running ]]; then why+=("$name $st on $(lab_host_name "$h")"); continue; fi
+    if has_agent "$name" && ! agent_answers "$name" "$h"; then why+=("$name agent does not answer"); fi
     stamper_running "$name" || why+=("$name console stamper not running")
     probe_ticking "$name" || why+=("$name probe not ticking")
   done
@@ -302,7 +375,7 @@ cmd_status() {
     echo "guests down: ${why[*]}"
     return 1
   fi
-  echo "guests ok (${GUESTS[*]})"
+  echo "guests ok (${where_list[*]})"
 }
 
 cmd_down() {
@@ -318,12 +391,22 @@ cmd_down() {
   say "$WHO" "down"
 }
 
+cmd_where() {
+  local h
+  h="$(where "$1")"
+  [[ -n "$h" ]] || { echo "$1 runs on neither host" >&2; return 1; }
+  lab_host_name "$h"
+}
+
+[[ "${BASH_SOURCE[0]}" == "$0" ]] || return 0 # sourced: functions only
+
 case "${1:-}" in
   up) cmd_up ;;
+  where) load_env && cmd_where "${2:?usage: $0 where GUEST}" ;;
   status) cmd_status ;;
   down) cmd_down ;;
   recreate) cmd_recreate "${2:?usage: $0 recreate GUEST}" ;;
   ready) load_env && cmd_ready "${2:?usage: $0 ready GUEST}" ;;
   _stamp) cmd_stamp "$2" "$3" "$4" ;;
-  *) echo "usage: $0 up|status|down|recreate GUEST|ready GUEST" >&2; exit 2 ;;
+  *) echo "usage: $0 up|status|down|recreate GUEST|ready GUEST|where GUEST" >&2; exit 2 ;;
 esac

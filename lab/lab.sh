@@ -5,7 +5,8 @@
 #   lab/lab.sh up       install what is missing (lab/deps.sh), then bring every component up, in
 #                       order; idempotent: running components are kept. Writes $LAB_DIR/env.
 #   lab/lab.sh status   one line per component; exit 1 if any is down
-#   lab/lab.sh down     every component down in reverse order, then remove $LAB_DIR
+#   lab/lab.sh down     any lab worker left running (lab/worker.sh) stopped, every component down
+#                       in reverse order, then remove $LAB_DIR
 #
 # Environment: LAB_DIR (default $VMSNAP_LAB_DIR, else <repo>/.lab), LAB_COMPONENTS (default "ceph temporal libvirt
 # guests"), PAXOS_PROPOSE_INTERVAL (lab/ceph.sh), CEPH_MON_PORT / TEMPORAL_PORT (a second lab).
@@ -181,6 +182,10 @@ cmd_down() {
   if [[ -e "$dir" ]] && why="$(not_a_lab_dir "$dir")"; then
     die "$WHO" "refusing to take down LAB_DIR=$LAB_DIR: $why"
   fi
+  local f
+  for f in "$LAB_DIR"/workers/*/worker.pid; do
+    [[ -f "$f" ]] && stop_pidfile "$f" "vmsnap.js worker" 40
+  done
   # Always every component: each down is a no-op when it is not running.
   for ((i = ${#ALL_COMPONENTS[@]} - 1; i >= 0; i--)); do
     c="${ALL_COMPONENTS[i]}"

@@ -128,3 +128,20 @@ write_env() {
   } >"$tmp"
   mv -f "$tmp" "$ENV_D/$component.env"
 }
+
+# The lab's hypervisor hosts: two private libvirtds (lab/libvirt.sh), "a" and "b". Each has a host
+# id a vmsnap worker for it uses (task queue vmsnap-<host id>).
+# shellcheck disable=SC2034 # read by the scripts that source this file (libvirt.sh, guests.sh)
+LAB_HOSTS=(a b)
+
+# lab_host HOST: a|b for a host given as a|b|A|B or by its host id (hv-a, hv-b).
+lab_host() {
+  case "$1" in
+    a | A | hv-a) echo a ;;
+    b | B | hv-b) echo b ;;
+    *) die lab "unknown lab host: $1 (a, b, hv-a or hv-b)" ;;
+  esac
+}
+
+# lab_host_name HOST: the host id of a lab host (hv-a, hv-b).
+lab_host_name() { echo "hv-$(lab_host "$1")"; }

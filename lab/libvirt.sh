@@ -1,39 +1,66 @@
 #!/usr/bin/env bash
-# A private libvirtd for the lab (Debian 12 ships only the monolithic libvirtd).
+# The lab's two hypervisor hosts: two private libvirtds (Debian 12 ships only the monolithic
+# libvirtd), "host A" and "host B", on the one Ceph cluster, so a guest can live-migrate between them.
 #
-#   lab/libvirt.sh up       configure and start (idempotent); write env.d/libvirt.env
-#   lab/libvirt.sh status   "libvirt ok ..." / "libvirt down: why" (exit 1 when down)
-#   lab/libvirt.sh down     stop libvirtd and any QEMU it left (by pid), remove $LAB_DIR/libvirt
-#   lab/libvirt.sh kill     SIGKILL libvirtd only: its QEMUs keep running (fault tests)
-#   lab/libvirt.sh start    start libvirtd again after `kill`; it reconnects to the running QEMUs
+#   lab/libvirt.sh up         configure and start both (idempotent); write env.d/libvirt.env
+#   lab/libvirt.sh status     "libvirt ok ..." / "libvirt down: why" (exit 1 when either is down)
+#   lab/libvirt.sh down       stop both libvirtds and any QEMU they left (by pid), remove their dirs
+#   lab/libvirt.sh kill [a|b] SIGKILL one libvirtd (default a): its QEMUs keep running (fault tests)
+#   lab/libvirt.sh start [a|b] start it again after `kill`; it reconnects to the running QEMUs
+#
+# Host A (host name hv-a) lives in $LAB_DIR/libvirt, host B (hv-b) in $LAB_DIR/libvirt-b. The host
+# names are what a vmsnap worker for that host uses as its host id (task queue vmsnap-<host>).
 #
 # Isolation: a privileged libvirtd has its state directories compiled in (/etc/libvirt,
-# /run/libvirt, /var/lib/libvirt, /var/cache/libvirt, /var/log/libvirt). It runs in its own mount
-# namespace with those five bind-mounted from $LAB_DIR/libvirt/{etc,run,lib,log} and, for the
-# cache, ~/.cache/vmsnap/libvirt-cache (QEMU capabilities: probing them costs ~8-10 s at the first
-# start; libvirtd revalidates the cache against the QEMU binary), so it never
-# reads or writes a system instance's files; its client socket is $LAB_DIR/libvirt/sock/libvirt-sock
-# (no TCP, no auth). QEMU children inherit the namespace. The one change outside the lab dir is the
-# `libvirt-qemu` user and group, created when missing (libvirtd looks them up before reading
-# qemu.conf and aborts without them).
+# /run/libvirt, /var/lib/libvirt, /var/cache/libvirt, /var/log/libvirt). Each one runs in its own
+# mount namespace with those five bind-mounted from its dir's {etc,run,lib,log} and, for the cache,
+# ~/.cache/vmsnap/libvirt-cache (host A) or a copy of it (host B): QEMU capabilities cost ~8-10 s
+# to probe at a first start; libvirtd revalidates the cache against the QEMU binary. So neither
+# reads or writes a system instance's files nor the other's; the client sockets are
+# <dir>/sock/libvirt-sock (no TCP, no auth). QEMU children inherit the namespace. The one change
+# outside the lab dir is the `libvirt-qemu` user and group, created when missing (libvirtd looks
+# them up before reading qemu.conf and aborts without them).
 #
-# libvirtd is pinned to CPU 0: the two vCPUs of this kind of machine report different CPUID, and
-# unpinned libvirtd discards its QEMU capability cache and takes ~8 s to answer (lab notes).
+# Migration between the two (lab/migrate.sh): each libvirtd has its own `host_uuid` (libvirt refuses
+# a migration between equal host UUIDs; without DMI data it picks a random one per start), and
+# per-host port ranges for incoming migrations (two daemons do not know each other's allocations).
+# Loopback only: see lab/migrate.sh (libvirt refuses a loopback migration_address in qemu.conf).
+#
+# Both libvirtds are pinned to CPU 0: the two vCPUs of this kind of machine report different CPUID,
+# and unpinned libvirtd discards its QEMU capability cache and takes ~8 s to answer (lab notes).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 WHO=libvirt
-LV_DIR="$LAB_DIR/libvirt"
-CONF="$LV_DIR/libvirtd.conf"
-PIDFILE="$LV_DIR/libvirtd.pid"
-SOCK_DIR="$LV_DIR/sock"
-SOCKET="$SOCK_DIR/libvirt-sock"
-URI="qemu:///system?socket=$SOCKET"
-LOG="$LV_DIR/libvirtd.log"
 CACHE_DIR="${VMSNAP_CACHE:-$HOME/.cache/vmsnap}/libvirt-cache"
-# private dir (relative to $LV_DIR, or absolute) -> the system path it stands in for inside
-# libvirtd's mount namespace
-BINDS=(etc:/etc/libvirt run:/run/libvirt lib:/var/lib/libvirt "$CACHE_DIR:/var/cache/libvirt" log:/var/log/libvirt)
+
+# select_host a|b: set the paths of one host (HOST_NAME, LV_DIR, CONF, PIDFILE, SOCKET, URI, ...).
+select_host() {
+  HOST="$1"
+  HOST_NAME="$(lab_host_name "$HOST")"
+  case "$HOST" in
+    a)
+      LV_DIR="$LAB_DIR/libvirt"
+      CACHE_SRC="$CACHE_DIR"
+      MIGRATION_PORTS=(49152 49183)
+      ;;
+    b)
+      LV_DIR="$LAB_DIR/libvirt-b"
+      CACHE_SRC="$LAB_DIR/libvirt-b/cache"
+      MIGRATION_PORTS=(49184 49215)
+      ;;
+  esac
+  WHO="libvirt $HOST_NAME"
+  CONF="$LV_DIR/libvirtd.conf"
+  PIDFILE="$LV_DIR/libvirtd.pid"
+  SOCK_DIR="$LV_DIR/sock"
+  SOCKET="$SOCK_DIR/libvirt-sock"
+  URI="qemu:///system?socket=$SOCKET"
+  LOG="$LV_DIR/libvirtd.log"
+  # private dir (relative to $LV_DIR, or absolute) -> the system path it stands in for inside
+  # libvirtd's mount namespace
+  BINDS=(etc:/etc/libvirt run:/run/libvirt lib:/var/lib/libvirt "$CACHE_SRC:/var/cache/libvirt" log:/var/log/libvirt)
+}
 
 bind_source() { # bind_source SRC:DST -> the directory on the host
   local src="${1%%:*}"
@@ -55,7 +82,7 @@ write_config() {
   for b in "${BINDS[@]}"; do mkdir -p "$(bind_source "$b")"; done
   mkdir -p "$LV_DIR/log/qemu" "$LV_DIR/lib/qemu" "$LV_DIR/run/qemu"
   cat >"$CONF" <<CONF
-# written by lab/libvirt.sh
+# written by lab/libvirt.sh (host $HOST_NAME)
 unix_sock_dir = "$SOCK_DIR"
 unix_sock_ro_perms = "0700"
 unix_sock_rw_perms = "0700"
@@ -64,10 +91,11 @@ auth_unix_rw = "none"
 listen_tls = 0
 listen_tcp = 0
 log_outputs = "3:file:$LOG"
+host_uuid = "$(cat /proc/sys/kernel/random/uuid)"
 CONF
   # read by libvirtd as /etc/libvirt/qemu.conf inside its namespace
   cat >"$LV_DIR/etc/qemu.conf" <<CONF
-# written by lab/libvirt.sh
+# written by lab/libvirt.sh (host $HOST_NAME)
 user = "root"
 group = "root"
 dynamic_ownership = 0
@@ -76,7 +104,23 @@ stdio_handler = "file"
 cgroup_controllers = [ ]
 security_driver = "none"
 namespaces = [ ]
+# incoming migrations: a port range of its own. libvirt 9 refuses a loopback migration_address or
+# migration_host here ("must not be the address of the local machine"): lab/migrate.sh passes
+# --listen-address 127.0.0.1 and --migrateuri tcp://127.0.0.1 per migration instead.
+migration_port_min = ${MIGRATION_PORTS[0]}
+migration_port_max = ${MIGRATION_PORTS[1]}
 CONF
+}
+
+host_uuid() { [[ -f "$CONF" ]] && sed -n 's/^host_uuid = "\(.*\)"$/\1/p' "$CONF"; return 0; }
+
+# seed_cache: host B starts from a copy of host A's QEMU capability cache (answers in ~1 s instead
+# of probing QEMU for ~8-10 s). A copy, not the same directory: two daemons would rewrite one file.
+seed_cache() {
+  [[ "$HOST" == b ]] || return 0
+  mkdir -p "$CACHE_SRC"
+  [[ -d "$CACHE_DIR/qemu" && ! -e "$CACHE_SRC/qemu" ]] && cp -a "$CACHE_DIR/qemu" "$CACHE_SRC/"
+  return 0
 }
 
 running() { pid_running "$PIDFILE" "$CONF"; }
@@ -104,27 +148,51 @@ start_daemon() {
     tail -n 20 "$LOG" >&2
     die "$WHO" "libvirtd does not answer on $SOCKET"
   fi
-  say "$WHO" "libvirtd pid $(pidfile_pid "$PIDFILE") answers in $(elapsed "$t0") s ($URI)"
+  say "$WHO" "libvirtd pid $(pidfile_pid "$PIDFILE") answers in $(elapsed "$t0") s ($URI, host_uuid $(host_uuid))"
+}
+
+host_up() {
+  select_host "$1"
+  if running && answers && [[ -n "$(host_uuid)" ]]; then
+    say "$WHO" "libvirtd already running (pid $(pidfile_pid "$PIDFILE"))"
+  else
+    # (a libvirtd configured by an older lab/libvirt.sh, without host_uuid, restarts: its QEMUs keep running)
+    stop_pidfile "$PIDFILE" "$CONF" 10
+    write_config
+    seed_cache
+    start_daemon
+  fi
+}
+
+# host_env PREFIX: this host's env lines; host A keeps the names it had before host B existed.
+host_env() {
+  local key="LIBVIRT${1:+_$1}" status="VMSNAP_LIBVIRT${1:+_$1}"
+  cat <<ENV
+${key}_SOCKET $SOCKET
+${key}_URI $URI
+${key}_LAB_DIR $LV_DIR
+${key}_HOST_UUID $(host_uuid)
+${status}_STATUS_DIR $LV_DIR/run/qemu
+VMSNAP_LAB_HOST_${1:-A} $HOST_NAME
+ENV
 }
 
 cmd_up() {
   ensure_user
-  if running && answers; then
-    say "$WHO" "libvirtd already running (pid $(pidfile_pid "$PIDFILE"))"
-  else
-    stop_pidfile "$PIDFILE" "$CONF" 10
-    write_config
-    start_daemon
-  fi
-  write_env libvirt <<ENV
-LIBVIRT_SOCKET $SOCKET
-LIBVIRT_DEFAULT_URI $URI
-LIBVIRT_LAB_DIR $LV_DIR
-VMSNAP_LIBVIRT_STATUS_DIR $LV_DIR/run/qemu
-ENV
+  local h
+  for h in "${LAB_HOSTS[@]}"; do host_up "$h"; done
+  {
+    select_host a
+    host_env ""
+    echo "LIBVIRT_DEFAULT_URI $URI"
+    select_host b
+    host_env B
+    echo "VMSNAP_LAB_HOSTS $(lab_host_name a) $(lab_host_name b)"
+  } | write_env libvirt
 }
 
 cmd_start() {
+  select_host "$(lab_host "${1:-a}")"
   running && answers && { say "$WHO" "libvirtd already running"; return 0; }
   [[ -f $CONF ]] || die "$WHO" "not configured: run lab/libvirt.sh up"
   stop_pidfile "$PIDFILE" "$CONF" 10
@@ -132,6 +200,7 @@ cmd_start() {
 }
 
 cmd_kill() {
+  select_host "$(lab_host "${1:-a}")"
   running || die "$WHO" "libvirtd is not running"
   local pid
   pid=$(pidfile_pid "$PIDFILE")
@@ -141,10 +210,23 @@ cmd_kill() {
   say "$WHO" "killed libvirtd $pid (QEMU processes keep running)"
 }
 
+# host_status: one host's part of the status line; false when it is down.
+host_status() {
+  if ! running; then echo "$HOST_NAME: libvirtd not running"; return 1; fi
+  if ! answers; then echo "$HOST_NAME: libvirtd $(pidfile_pid "$PIDFILE") does not answer on $SOCKET"; return 1; fi
+  echo "$HOST_NAME pid $(pidfile_pid "$PIDFILE") host_uuid $(host_uuid) $URI"
+}
+
 cmd_status() {
-  if ! running; then echo "libvirt down: libvirtd not running"; return 1; fi
-  if ! answers; then echo "libvirt down: libvirtd $(pidfile_pid "$PIDFILE") does not answer on $SOCKET"; return 1; fi
-  echo "libvirt ok (pid $(pidfile_pid "$PIDFILE"), $URI)"
+  local h parts=() rc=0 line
+  for h in "${LAB_HOSTS[@]}"; do
+    select_host "$h"
+    line="$(host_status)" || rc=1
+    parts+=("$line")
+  done
+  local IFS=';'
+  if ((rc)); then echo "libvirt down: ${parts[*]}"; else echo "libvirt ok (${parts[*]})"; fi
+  return "$rc"
 }
 
 # QEMU processes libvirt started and left behind; libvirt keeps their pid files in run/qemu.
@@ -156,25 +238,33 @@ qemu_pids() {
     [[ -r /proc/$pid/cmdline ]] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q "guest=$(basename "$f" .pid)" \
       && echo "$pid"
   done
+  return 0
 }
 
-cmd_down() {
+host_down() {
+  select_host "$1"
   if running && answers; then
     local dom
-    for dom in $(virsh_q list --name 2>/dev/null); do virsh_q destroy "$dom" >/dev/null 2>&1 || true; done
+    for dom in $(virsh_q list --name 2>/dev/null || true); do virsh_q destroy "$dom" >/dev/null 2>&1 || true; done
   fi
   stop_pidfile "$PIDFILE" "$CONF" 15
   local pid
   for pid in $(qemu_pids); do kill -KILL "$pid" 2>/dev/null || true; done
-  rm -rf "$LV_DIR" "$ENV_D/libvirt.env"
+  rm -rf "$LV_DIR"
   say "$WHO" "down"
+}
+
+cmd_down() {
+  local i
+  for ((i = ${#LAB_HOSTS[@]} - 1; i >= 0; i--)); do host_down "${LAB_HOSTS[i]}"; done
+  rm -f "$ENV_D/libvirt.env"
 }
 
 case "${1:-}" in
   up) cmd_up ;;
   status) cmd_status ;;
   down) cmd_down ;;
-  kill) cmd_kill ;;
-  start) cmd_start ;;
-  *) echo "usage: $0 up|status|down|kill|start" >&2; exit 2 ;;
+  kill) cmd_kill "${2:-a}" ;;
+  start) cmd_start "${2:-a}" ;;
+  *) echo "usage: $0 up|status|down|kill [a|b]|start [a|b]" >&2; exit 2 ;;
 esac

@@ -93,13 +93,19 @@ function labDown(labDir) {
   for (const c of ['ceph', 'temporal', 'libvirt', 'guests']) {
     if (!existsSync(path.join(labDir, 'env.d', `${c}.env`))) return `${c} is not up`;
   }
-  const daemons = ['ceph/run/mon.a.pid', 'ceph/run/osd.0.pid', 'temporal/server.pid', 'libvirt/libvirtd.pid'];
+  // Two hypervisor hosts (lab/libvirt.sh); a guest may have migrated to the other one.
+  const daemons = ['ceph/run/mon.a.pid', 'ceph/run/osd.0.pid', 'temporal/server.pid', 'libvirt/libvirtd.pid', 'libvirt-b/libvirtd.pid'];
   const guestsEnv = readFileSync(path.join(labDir, 'env.d', 'guests.env'), 'utf8');
-  const guests = /VMSNAP_GUESTS='([^']*)'/.exec(guestsEnv)?.[1].split(' ').filter(Boolean) ?? [];
+  const listed = (key) => new RegExp(`${key}='([^']*)'`).exec(guestsEnv)?.[1].split(' ').filter(Boolean) ?? [];
+  const guests = [...listed('VMSNAP_GUESTS'), ...listed('VMSNAP_GUESTS_B')];
   if (!guests.length) return 'no guests listed in env.d/guests.env';
-  for (const g of guests) daemons.push(`libvirt/run/qemu/${g}.pid`, `guests/${g}/stamper.pid`);
+  for (const g of guests) daemons.push(`guests/${g}/stamper.pid`);
   for (const rel of daemons) {
     if (!pidFileAlive(path.join(labDir, rel))) return `${rel} names no running process`;
+  }
+  for (const g of guests) {
+    const qemu = ['libvirt', 'libvirt-b'].map((dir) => `${dir}/run/qemu/${g}.pid`);
+    if (!qemu.some((rel) => pidFileAlive(path.join(labDir, rel)))) return `${qemu.join(' and ')} name no running process`;
   }
   return undefined;
 }

@@ -58,8 +58,24 @@ export interface LabGuestsEnv {
   readonly oneDisk: string;
   readonly threeDisk: string;
   readonly noAgent: string;
+  /** The guests lab:up starts on host A (the `libvirt` connection). */
   readonly all: readonly string[];
   readonly probeDir: string;
+  /** The small guest lab:up starts on host B; absent in a lab without host B. */
+  readonly hostB?: string;
+  /** `lab/migrate.sh GUEST a|b [--paused]` (exit 3: the guest crashed after the move, a lab artefact). */
+  readonly migrate?: string;
+}
+
+/** One of the lab's two hypervisor hosts (lab/libvirt.sh): a private libvirtd. */
+export interface LabHostEnv {
+  /** Host id for a vmsnap worker on this host (`hv-a`, `hv-b`; task queue `vmsnap-<name>`). */
+  readonly name: string;
+  readonly libvirt: LabLibvirtEnv;
+  /** The `host_uuid` in this libvirtd's libvirtd.conf. */
+  readonly hostUuid: string;
+  /** The guests lab:up starts here (guests migrate: ask libvirt where one runs now). */
+  readonly guests: readonly string[];
 }
 
 export interface LabEnv {
@@ -72,6 +88,8 @@ export interface LabEnv {
   readonly libvirt?: LabLibvirtEnv;
   /** Absent when the lab runs without guests. */
   readonly guests?: LabGuestsEnv;
+  /** Host A (the `libvirt` above) and host B; absent when the lab runs without libvirt. */
+  readonly hosts?: { readonly a: LabHostEnv; readonly b: LabHostEnv };
   /** Every key of the file, including ones this type does not name. */
   readonly raw: Readonly<Record<string, string>>;
 }
@@ -187,7 +205,49 @@ export function loadLabEnv(dir: string = defaultLabDir()): LabEnv {
             noAgent: written('VMSNAP_GUEST_NOAGENT'),
             all: raw.VMSNAP_GUESTS.split(/\s+/).filter((name) => name !== ''),
             probeDir: written('VMSNAP_PROBE_DIR'),
+            hostB: raw.VMSNAP_GUEST_HOSTB,
+            migrate: raw.VMSNAP_LAB_MIGRATE,
+          },
+    hosts:
+      raw.LIBVIRT_B_URI === undefined
+        ? undefined
+        : {
+            a: labHost(raw, written, '', 'A'),
+            b: labHost(raw, written, '_B', 'B'),
           },
     raw,
   };
+}
+
+function labHost(raw: Record<string, string>, need: (key: string) => string, infix: '' | '_B', letter: 'A' | 'B'): LabHostEnv {
+  return {
+    name: need(`VMSNAP_LAB_HOST_${letter}`),
+    libvirt: {
+      uri: need(infix === '' ? 'LIBVIRT_DEFAULT_URI' : 'LIBVIRT_B_URI'),
+      socket: need(`LIBVIRT${infix}_SOCKET`),
+      statusDir: raw[`VMSNAP_LIBVIRT${infix}_STATUS_DIR`],
+    },
+    hostUuid: need(`LIBVIRT${infix}_HOST_UUID`),
+    guests: (raw[`VMSNAP_GUESTS_${letter}`] ?? '').split(/\s+/).filter((name) => name !== ''),
+  };
+}
+
+/** A lab hypervisor host's connection (lab/libvirt.sh): host A is the one every test used before B. */
+export interface LabHypervisor {
+  /** Host id for its worker: task queue `vmsnap-<name>`. */
+  name: string;
+  uri: string;
+  statusDir?: string;
+}
+
+export function labHypervisor(vars: Record<string, string>, host: 'a' | 'b'): LabHypervisor {
+  return host === 'a'
+    ? { name: vars.VMSNAP_LAB_HOST_A ?? 'hv-a', uri: need(vars, 'LIBVIRT_DEFAULT_URI'), statusDir: vars.VMSNAP_LIBVIRT_STATUS_DIR }
+    : { name: need(vars, 'VMSNAP_LAB_HOST_B'), uri: need(vars, 'LIBVIRT_B_URI'), statusDir: vars.VMSNAP_LIBVIRT_B_STATUS_DIR };
+}
+
+/** Environment for a `vmsnap worker` process on a lab host (WorkerProcess's extraEnv). */
+export function labHostWorkerEnv(vars: Record<string, string>, host: 'a' | 'b'): Record<string, string> {
+  const h = labHypervisor(vars, host);
+  return { VMSNAP_LIBVIRT_URI: h.uri, ...(h.statusDir ? { VMSNAP_LIBVIRT_STATUS_DIR: h.statusDir } : {}) };
 }

@@ -8,7 +8,7 @@ import type { Config } from '../../src/config';
 import { createHostWorker } from '../../src/worker/run-worker';
 import type { HostWorker } from '../../src/worker/run-worker';
 import { jsonLogger } from '../../src/worker/logger';
-import { labVars, need } from '../../support/lab/env';
+import { labHypervisor, labVars, need } from '../../support/lab/env';
 
 export interface Harness {
   vars: Record<string, string>;
@@ -26,14 +26,22 @@ export interface Harness {
  * `client.vmsnap` (profile rbd on vms and images only), as production should run.
  */
 export async function startHarness(
-  opts: { host?: string; cephId?: string; keyring?: string; config?: Partial<Pick<Config, 'reapIntervalMs' | 'ownerRecordHorizonMs' | 'fleetBeatMs' | 'maxWindowsPerHost' | 'maxSnapshotsPerCluster'>> } = {},
+  opts: {
+    host?: string;
+    /** Which lab hypervisor host's libvirtd the worker talks to (default: host A). */
+    labHost?: 'a' | 'b';
+    cephId?: string;
+    keyring?: string;
+    config?: Partial<Pick<Config, 'reapIntervalMs' | 'ownerRecordHorizonMs' | 'fleetBeatMs' | 'maxWindowsPerHost' | 'maxSnapshotsPerCluster'>>;
+  } = {},
 ): Promise<Harness> {
   const vars = labVars();
   const host = opts.host ?? `lab-${randomUUID().slice(0, 8)}`;
+  const libvirt = labHypervisor(vars, opts.labHost ?? 'a');
   const config = loadConfig(
     {
       temporal: { address: need(vars, 'TEMPORAL_ADDRESS'), namespace: vars.TEMPORAL_NAMESPACE ?? 'default' },
-      libvirt: { uri: need(vars, 'LIBVIRT_DEFAULT_URI'), statusDir: vars.VMSNAP_LIBVIRT_STATUS_DIR },
+      libvirt: { uri: libvirt.uri, statusDir: libvirt.statusDir },
       ceph: {
         conf: need(vars, 'CEPH_CONF'),
         id: opts.cephId ?? vars.CEPH_VMSNAP_ID ?? 'admin',

@@ -64,14 +64,21 @@ describe('bootstrap decisions', () => {
     const lab = tmp();
     expect(labDown(lab)).toMatch(/ceph is not up/);
     for (const c of ['ceph', 'temporal', 'libvirt']) write(path.join(lab, `env.d/${c}.env`), '');
-    write(path.join(lab, 'env.d/guests.env'), "export VMSNAP_GUESTS='g1 g2'\n");
-    const pidFiles = ['ceph/run/mon.a.pid', 'ceph/run/osd.0.pid', 'temporal/server.pid', 'libvirt/libvirtd.pid'];
+    write(path.join(lab, 'env.d/guests.env'), "export VMSNAP_GUESTS='g1 g2'\nexport VMSNAP_GUESTS_B='g4'\n");
+    const pidFiles = ['ceph/run/mon.a.pid', 'ceph/run/osd.0.pid', 'temporal/server.pid', 'libvirt/libvirtd.pid', 'libvirt-b/libvirtd.pid'];
     for (const g of ['g1', 'g2']) pidFiles.push(`libvirt/run/qemu/${g}.pid`, `guests/${g}/stamper.pid`);
+    pidFiles.push('libvirt-b/run/qemu/g4.pid', 'guests/g4/stamper.pid');
     // a live process: this one
     for (const f of pidFiles) write(path.join(lab, f), `${process.pid}\n`);
     expect(labDown(lab)).toBeUndefined();
     // pid 2^22 + 1 is above Linux's pid_max limit: never a live process
-    write(path.join(lab, 'libvirt/run/qemu/g2.pid'), `${(1 << 22) + 1}\n`);
-    expect(labDown(lab)).toMatch(/g2.pid names no running process/);
+    const dead = `${(1 << 22) + 1}\n`;
+    write(path.join(lab, 'libvirt/run/qemu/g2.pid'), dead);
+    expect(labDown(lab)).toMatch(/g2.pid name no running process/);
+    // a guest that migrated to the other host counts as running there
+    write(path.join(lab, 'libvirt-b/run/qemu/g2.pid'), `${process.pid}\n`);
+    expect(labDown(lab)).toBeUndefined();
+    write(path.join(lab, 'libvirt-b/libvirtd.pid'), dead);
+    expect(labDown(lab)).toMatch(/libvirt-b\/libvirtd.pid names no running process/);
   });
 });
