@@ -64,9 +64,10 @@ export const thawEscalated = (input: SnapshotInput) =>
 const bulk = () => bulkTaskQueue(workflowInfo().taskQueue);
 
 /** Clone and finalize: metadata-sized RBD operations (finalize may verify by reading). */
-export const imageOps = () =>
+export const imageOps = (hostQueue?: string) =>
   proxyActivities<Activities>({
-    taskQueue: bulk(),
+    // Another host's bulk queue when the step needs that host's libvirtd (the VM migrated there).
+    taskQueue: hostQueue ? bulkTaskQueue(hostQueue) : bulk(),
     startToCloseTimeout: '2m',
     retry: { maximumAttempts: 5, initialInterval: '1s', nonRetryableErrorTypes: NON_RETRYABLE },
   });

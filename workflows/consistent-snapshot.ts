@@ -13,7 +13,8 @@ import type { DiskPlan, FleetLimits, InspectResult, SnapshotPlan, SnapshotResult
 import { acquireSlot } from './slots';
 import type { HeldSlot } from './slots';
 import { cleanup, flattening, imageOps, inspection, prepareLocal } from './activity-profiles';
-import { captureDisks } from './capture';
+import { captureDisks, failureType } from './capture';
+import { locate } from './locate';
 import { Compensations } from './compensations';
 import { acquireDomainLock } from './domain-lock';
 import { Progress } from './progress';
@@ -187,9 +188,18 @@ async function copyDisk(
 
 async function recordRestorePoint(workflowId: string, plan: SnapshotPlan, quiesced: boolean, disks: DiskPlan[]): Promise<void> {
   const { runId } = workflowInfo();
-  await imageOps().recordRestorePoint.executeWithOptions({ summary: 'record restore point on the images' }, [
-    { workflowId, runId, domain: plan.domain, quiesced, disks: disks.map((d) => ({ target: d.target, source: d.source, image: d.image! })) },
-  ]);
+  const req = { workflowId, runId, domain: plan.domain, quiesced, disks: disks.map((d) => ({ target: d.target, source: d.source, image: d.image! })) };
+  try {
+    await imageOps().recordRestorePoint.executeWithOptions({ summary: 'record restore point on the images' }, [req]);
+  } catch (err) {
+    // The restore point reads the domain's definition, so it needs the libvirtd the VM is on: a
+    // VM that migrated during the copy has its definition on its new host. The images are fine.
+    const type = failureType(err);
+    if ((type !== FailureType.DomainNotFound && type !== FailureType.DomainNotRunning) || !patched('vmsnap-restore-point-follows-vm')) throw err;
+    const at = await locate(plan.domain.uuid);
+    if (!at.ok) throw err;
+    await imageOps(at.taskQueue).recordRestorePoint.executeWithOptions({ summary: `record restore point (${plan.domain.name} now on ${at.host})` }, [req]);
+  }
 }
 
 async function removeImages(workflowId: string, disks: DiskPlan[]): Promise<void> {

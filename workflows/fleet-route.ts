@@ -1,7 +1,7 @@
 import { ApplicationFailure, ChildWorkflowFailure } from '@temporalio/common';
 import { CancellationScope, isCancellation, sleep, startChild, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { FailureType } from '../src/model/failures';
-import { MAX_RELOCATIONS } from '../src/model/fleet';
+import { LOST_AFTER_INTERVALS, MAX_RELOCATIONS } from '../src/model/fleet';
 import type { Relocation } from '../src/model/fleet';
 import type { SnapshotInput, SnapshotRequest } from '../src/model/input';
 import { SA } from '../src/model/search-attributes';
@@ -10,7 +10,7 @@ import { failureType, messageOf } from './capture';
 import { fleetOps, locate } from './locate';
 import { Progress } from './progress';
 
-/** How often a run on another host is checked for its host still beating. */
+/** The first check of a run's host still beating; then every LOST_AFTER_INTERVALS of its beats. */
 const HOST_WATCH_MS = 30_000;
 
 /**
@@ -82,20 +82,28 @@ function unwrapChild(err: unknown): unknown {
  */
 async function raceHostLoss<T>(result: Promise<T>, host: string, childId: string): Promise<T> {
   const watch = new CancellationScope();
+  let lostBecause: string | undefined;
   const lost = watch.run(async () => {
-    for (;;) {
-      await sleep(HOST_WATCH_MS);
+    for (let every = HOST_WATCH_MS; ; ) {
+      await sleep(every);
       const h = (await fleetOps().fleetHosts()).find((x) => x.host === host);
       if (!h?.alive) {
         const reason = `host ${host} stopped announcing itself (last seen ${h ? new Date(h.seenAt).toISOString() : 'never'})`;
+        lostBecause = reason;
         await fleetOps().terminateLostRun.executeWithOptions({ summary: `terminate ${childId}: ${host} lost` }, [{ workflowId: childId, reason }]);
         throw ApplicationFailure.retryable(reason, FailureType.HostLost);
       }
+      // Then as often as the host can be declared lost: sooner is not possible, later is waste.
+      every = Math.max(3000, Math.min(HOST_WATCH_MS, LOST_AFTER_INTERVALS * h.intervalMs));
     }
   });
   lost.catch(() => undefined); // cancelled when the child ends first
   try {
     return await Promise.race([result, lost as Promise<never>]);
+  } catch (err) {
+    // The child's "terminated" may arrive before the watch's own failure: same cause either way.
+    if (lostBecause) throw ApplicationFailure.retryable(lostBecause, FailureType.HostLost);
+    throw err;
   } finally {
     watch.cancel();
   }
