@@ -1,7 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { isNoDomain } from '../src/libvirt';
 import { FailureType } from '../src/model/failures';
-import { isAlive } from '../src/model/fleet';
+import { isAlive, isWorthAsking } from '../src/model/fleet';
 import type { FleetHost, Presence } from '../src/model/fleet';
 import type { ActivityDeps } from './deps';
 import { during } from './step-error';
@@ -23,12 +23,12 @@ export function domainPresence(deps: ActivityDeps) {
   };
 }
 
-/** The registry's hosts, each judged alive or lost against this worker's clock. */
+/** The registry's hosts, each judged alive (and worth asking) against this worker's clock. */
 export function fleetHosts(deps: ActivityDeps) {
-  return async function fleetHosts(): Promise<(FleetHost & { alive: boolean })[]> {
+  return async function fleetHosts(): Promise<(FleetHost & { alive: boolean; ask: boolean })[]> {
     if (!deps.fleet) throw ApplicationFailure.nonRetryable('this worker has no fleet client', FailureType.Unavailable);
     const now = Date.now();
-    return (await deps.fleet.hosts()).map((h) => ({ ...h, alive: isAlive(h, now) }));
+    return (await deps.fleet.hosts()).map((h) => ({ ...h, alive: isAlive(h, now), ask: isWorthAsking(h, now) }));
   };
 }
 

@@ -12,6 +12,8 @@ import { Progress } from './progress';
 
 /** The first check of a run's host still beating; then every LOST_AFTER_INTERVALS of its beats. */
 const HOST_WATCH_MS = 30_000;
+/** Extra looks (2 s apart) when the placement is unsure, before DomainNotPlaced. */
+const LOCATE_RETRIES = 5;
 
 /**
  * A run started by VM name on the fleet queue. It locates the VM (every live host asked), then
@@ -29,7 +31,13 @@ export async function routeSnapshot(input: SnapshotInput, request: SnapshotReque
   const moves: Relocation[] = [];
   for (let hop = 0; hop <= MAX_RELOCATIONS; hop++) {
     progress.phase('locate');
-    const at = await locate(input.domain);
+    let at = await locate(input.domain);
+    // Unsure (a host did not answer, two said running, none known yet): look again for a while
+    // before failing; a definite "not there" fails at once.
+    for (let again = 0; !at.ok && (at.why === 'unanswered' || at.why === 'ambiguous' || at.why === 'no-hosts') && again < LOCATE_RETRIES; again++) {
+      await sleep(2000);
+      at = await locate(input.domain);
+    }
     if (!at.ok) {
       if (at.why === 'not-found') throw ApplicationFailure.nonRetryable(at.message, FailureType.DomainNotFound);
       if (at.why === 'not-running') throw ApplicationFailure.nonRetryable(at.message, FailureType.DomainNotRunning);

@@ -16,11 +16,12 @@ const presenceOn = (taskQueue: string) =>
   proxyActivities<Activities>({ taskQueue, scheduleToCloseTimeout: '5s', retry: { maximumAttempts: 1 } });
 
 /**
- * Where the domain runs now: every live host is asked at once (its own libvirtd is the truth;
- * the registry's domain list may be one beat old), and placeDomain judges the answers.
+ * Where the domain runs now: every live or recently lost host is asked at once (its own libvirtd
+ * is the truth; the registry's domain list may be one beat old), and placeDomain judges the
+ * answers. A host that does not answer within 5 s makes "not found" a guess, never a verdict.
  */
 export async function locate(domain: string): Promise<Placement> {
-  const live = (await fleetOps().fleetHosts()).filter((h) => h.alive);
+  const live = (await fleetOps().fleetHosts()).filter((h) => h.ask);
   const settled = await Promise.allSettled(
     live.map((h) => presenceOn(h.taskQueue).domainPresence.executeWithOptions({ summary: `is ${domain} on ${h.host}?` }, [{ domain, taskQueue: h.taskQueue }])),
   );

@@ -40,6 +40,17 @@ export function isAlive(h: Pick<FleetHost, 'seenAt' | 'intervalMs'>, now: number
   return now - h.seenAt <= LOST_AFTER_INTERVALS * h.intervalMs;
 }
 
+/**
+ * Hosts lost this recently are still asked where a VM runs: a beat can be late while the host
+ * works (libvirtd is slow to list domains during a migration), and a VM must not be reported
+ * "not found" because its host's last beat was.
+ */
+export const ASK_LOST_FOR_MS = 5 * 60_000;
+
+export function isWorthAsking(h: Pick<FleetHost, 'seenAt' | 'intervalMs'>, now: number): boolean {
+  return isAlive(h, now) || now - h.seenAt <= ASK_LOST_FOR_MS;
+}
+
 /** A host's view of one domain, as the locate step asks every live host. */
 export type Presence =
   | { host: string; taskQueue: string; found: false }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { applyBeat, forgetStale, isAlive, placeDomain, FORGET_AFTER_MS } from '../../src/model/fleet';
+import { applyBeat, forgetStale, isAlive, isWorthAsking, placeDomain, ASK_LOST_FOR_MS, FORGET_AFTER_MS } from '../../src/model/fleet';
 import type { HostBeat, Presence } from '../../src/model/fleet';
 
 const q = (h: string) => `vmsnap-${h}`;
@@ -40,6 +40,11 @@ describe('registry bookkeeping', () => {
     expect(hosts.a.beats).toBe(2);
     expect(applyBeat(hosts, beat({ sentAt: 500 }), 3000)).toBe(hosts);
     expect(applyBeat(hosts, beat({ identity: 'vmsnap@a/2', sentAt: 100 }), 3000).a.beats).toBe(1);
+  });
+  it('a host lost for less than ASK_LOST_FOR_MS is still asked where a VM runs (its beat may just be late)', () => {
+    expect(isWorthAsking({ seenAt: 0, intervalMs: 1000 }, 10_000)).toBe(true);
+    expect(isAlive({ seenAt: 0, intervalMs: 1000 }, 10_000)).toBe(false);
+    expect(isWorthAsking({ seenAt: 0, intervalMs: 1000 }, ASK_LOST_FOR_MS + 1)).toBe(false);
   });
   it('alive within 3 of its own intervals; forgotten after a day', () => {
     expect(isAlive({ seenAt: 0, intervalMs: 10_000 }, 30_000)).toBe(true);
