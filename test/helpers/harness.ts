@@ -26,7 +26,7 @@ export interface Harness {
  * `client.vmsnap` (profile rbd on vms and images only), as production should run.
  */
 export async function startHarness(
-  opts: { host?: string; cephId?: string; keyring?: string; config?: Partial<Pick<Config, 'reapIntervalMs' | 'ownerRecordHorizonMs' | 'fleetBeatMs'>> } = {},
+  opts: { host?: string; cephId?: string; keyring?: string; config?: Partial<Pick<Config, 'reapIntervalMs' | 'ownerRecordHorizonMs' | 'fleetBeatMs' | 'keepReplacedMs'>> } = {},
 ): Promise<Harness> {
   const vars = labVars();
   const host = opts.host ?? `lab-${randomUUID().slice(0, 8)}`;
