@@ -2,7 +2,9 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { cloneImage, imageExists, openImage, removeImage } from '../src/ceph';
 import type { Image } from '../src/ceph';
+import { faultPoint } from '../src/host/fault-points';
 import { FailureType } from '../src/model/failures';
+import { restoreScopeMetadata } from '../src/model/restore-leftovers';
 import { rbdSpec } from '../src/model/restore-plan';
 import { RESTORE_META } from '../src/model/restore-point';
 import type { RestoreDiskPlan } from '../src/model/restore-point';
@@ -38,6 +40,7 @@ export function cloneRestoreDisk(deps: ActivityDeps) {
       await during('remove interrupted clone', () => removeImage(io, clone.image));
     }
     await makeClone(deps, req);
+    await faultPoint('restore:after-clone');
     return { reused: false };
   };
 }
@@ -55,6 +58,8 @@ async function makeClone(deps: ActivityDeps, req: RestoreDiskRequest): Promise<v
     for (const key of Object.keys(await img.metadataList())) {
       if (key.startsWith('vmsnap.') && !key.startsWith('vmsnap.restore.')) await img.metadataRemove(key);
     }
+    // The reaper acts only on its own namespace's and fleet's leftovers (src/model/restore-leftovers.ts).
+    for (const [k, v] of Object.entries(restoreScopeMetadata(deps.scope))) await img.metadataSet(k, v);
     await img.metadataSet(RESTORE_META.from, `${rbdSpec(image)}@${snap}`);
     if (previous) await img.metadataSet(RESTORE_META.previous, rbdSpec(previous));
   } finally {

@@ -5,6 +5,7 @@ import { failurePoint } from '../src/host/fault-points';
 import type { DomainRef, LibvirtClient } from '../src/libvirt';
 import { isNoDomain } from '../src/libvirt';
 import { FailureType } from '../src/model/failures';
+import { replacedScopeMetadata } from '../src/model/restore-leftovers';
 import { rbdSpec } from '../src/model/restore-plan';
 import { decodeRestorePoint, RESTORE_META, RESTORE_POINT_KEY } from '../src/model/restore-point';
 import type { RestorePlan } from '../src/model/restore-point';
@@ -160,6 +161,7 @@ async function markReplaced(deps: ActivityDeps, loc: { pool: string; image: stri
   try {
     await img.metadataSet(RESTORE_META.replacedBy, workflowId);
     await img.metadataSet(RESTORE_META.replacedAt, new Date().toISOString());
+    for (const [k, v] of Object.entries(replacedScopeMetadata(deps.scope))) await img.metadataSet(k, v);
   } finally {
     await img.close();
   }
@@ -171,7 +173,7 @@ async function unmarkReplaced(deps: ActivityDeps, loc: { pool: string; image: st
   try {
     if ((await img.metadataGet(RESTORE_META.replacedBy)) !== workflowId) return;
     await img.metadataRemove(RESTORE_META.replacedBy);
-    await img.metadataRemove(RESTORE_META.replacedAt).catch(() => undefined);
+    for (const k of [RESTORE_META.replacedAt, ...Object.keys(replacedScopeMetadata(deps.scope))]) await img.metadataRemove(k).catch(() => undefined);
   } finally {
     await img.close();
   }

@@ -12,6 +12,8 @@ import { readOwner, sourceSnapExists } from './source-snaps';
 export interface TargetsRequest {
   workflowId: string;
   disks: DiskPlan[];
+  /** The same disks under the hashed names runs used before names were readable (src/model/naming.ts). */
+  legacyDisks?: DiskPlan[];
 }
 
 export interface TargetsState {
@@ -23,6 +25,8 @@ export interface TargetsState {
   staleSnaps: DiskPlan[];
   /** When complete: what each disk's result records about its freeze (for the reused result). */
   records?: FoundRecord[];
+  /** An earlier run of this id used the legacy names: the state is theirs, and the run goes on with them. */
+  legacyNames?: boolean;
 }
 
 /**
@@ -32,32 +36,59 @@ export interface TargetsState {
  */
 export function checkTargets(deps: ActivityDeps) {
   return async function checkTargets(req: TargetsRequest): Promise<TargetsState> {
-    const staleImages: DiskPlan[] = [];
-    const staleSnaps: DiskPlan[] = [];
-    const lane = laneKey(req.disks.map((d) => ({ ...d.source, snap: d.sourceSnap }))); // the VM's snapshotter lane
-    const records: FoundRecord[] = [];
-    const finished: DiskPlan[] = [];
-    for (const d of req.disks) {
-      if (d.image) {
-        const done = await imageDone(deps, d, req.workflowId, staleImages);
-        if (done) {
-          finished.push(d);
-          records.push({ target: d.target, record: done.record });
-        } else if ((await sourceSnapState(deps, d, lane)).exists) staleSnaps.push(d);
-      } else {
-        // Snapshot-only: the kept snapshot is the result; its owner record says whether it is done and how it was made.
-        const src = await sourceSnapState(deps, d, lane);
-        if (src.done) {
-          finished.push(d);
-          records.push({ target: d.target, record: src.record });
-        } else if (src.exists) staleSnaps.push(d);
+    if (req.legacyDisks && (await anyOwnLegacy(deps, req.workflowId, req.legacyDisks))) {
+      return { ...(await stateOf(deps, req.workflowId, req.legacyDisks)), legacyNames: true };
+    }
+    return stateOf(deps, req.workflowId, req.disks);
+  };
+}
+
+/** An image (ours) or a source snapshot under a legacy name exists. */
+async function anyOwnLegacy(deps: ActivityDeps, workflowId: string, disks: DiskPlan[]): Promise<boolean> {
+  const lane = laneKey(disks.map((d) => ({ ...d.source, snap: d.sourceSnap })));
+  for (const d of disks) {
+    if (d.image) {
+      const io = await deps.ioctx(d.image.pool, d.image.namespace);
+      if (await during('check legacy target image', () => imageExists(io, d.image!.image))) {
+        const img = await during('open legacy target image', () => openImage(io, d.image!.image, { readOnly: true }));
+        try {
+          if ((await img.metadataGet(META.workflowId)) === workflowId) return true;
+        } finally {
+          await img.close();
+        }
       }
     }
-    if (finished.length === req.disks.length) return { complete: true, staleImages: [], staleSnaps: [], records };
-    // Some disks finished, not all: this run freezes again, and one result must come from one
-    // freeze, so the finished images of the earlier freeze go too (kept snapshots are replaced by prepare).
-    return { complete: false, staleImages: [...staleImages, ...finished.filter((d) => d.image)], staleSnaps };
-  };
+    if ((await sourceSnapState(deps, d, lane)).exists) return true;
+  }
+  return false;
+}
+
+async function stateOf(deps: ActivityDeps, workflowId: string, disks: DiskPlan[]): Promise<TargetsState> {
+  const staleImages: DiskPlan[] = [];
+  const staleSnaps: DiskPlan[] = [];
+  const lane = laneKey(disks.map((d) => ({ ...d.source, snap: d.sourceSnap }))); // the VM's snapshotter lane
+  const records: FoundRecord[] = [];
+  const finished: DiskPlan[] = [];
+  for (const d of disks) {
+    if (d.image) {
+      const done = await imageDone(deps, d, workflowId, staleImages);
+      if (done) {
+        finished.push(d);
+        records.push({ target: d.target, record: done.record });
+      } else if ((await sourceSnapState(deps, d, lane)).exists) staleSnaps.push(d);
+    } else {
+      // Snapshot-only: the kept snapshot is the result; its owner record says whether it is done and how it was made.
+      const src = await sourceSnapState(deps, d, lane);
+      if (src.done) {
+        finished.push(d);
+        records.push({ target: d.target, record: src.record });
+      } else if (src.exists) staleSnaps.push(d);
+    }
+  }
+  if (finished.length === disks.length) return { complete: true, staleImages: [], staleSnaps: [], records };
+  // Some disks finished, not all: this run freezes again, and one result must come from one
+  // freeze, so the finished images of the earlier freeze go too (kept snapshots are replaced by prepare).
+  return { complete: false, staleImages: [...staleImages, ...finished.filter((d) => d.image)], staleSnaps };
 }
 
 async function imageDone(deps: ActivityDeps, d: DiskPlan, workflowId: string, stale: DiskPlan[]): Promise<{ record?: QuiesceRecord } | undefined> {

@@ -69,6 +69,8 @@ export const ConfigSchema = z.strictObject({
   fleetId: z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/, 'fleetId: letters, digits, . _ : - (1-128)').optional(),
   /** How long the reaper keeps the owner record of an absent snapshot, for one that lands late. */
   ownerRecordHorizonMs: z.number().int().min(1000).max(30 * 24 * 3600_000).default(3600_000),
+  /** How long the reaper keeps a disk a completed in-place restore replaced (`vmsnap restore --confirm` removes it sooner). */
+  keepReplacedMs: z.number().int().min(0).max(365 * 24 * 3600_000).default(24 * 3600_000),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;
@@ -125,6 +127,7 @@ export function fromEnv(env: NodeJS.ProcessEnv): ConfigOverrides {
     reapIntervalMs: num(env.VMSNAP_REAP_INTERVAL_MS),
     fleetId: env.VMSNAP_FLEET_ID,
     ownerRecordHorizonMs: num(env.VMSNAP_OWNER_RECORD_HORIZON_MS),
+    keepReplacedMs: num(env.VMSNAP_KEEP_REPLACED_MS),
   }) as ConfigOverrides;
 }
 

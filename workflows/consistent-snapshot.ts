@@ -54,9 +54,14 @@ export async function consistentSnapshot(request: SnapshotRequest): Promise<Snap
       },
     ]),
   );
-  const planned = planSnapshot(input, found, workflowId);
+  // Histories recorded before names were readable replay with the hashed names they used.
+  const readable = patched('vmsnap-readable-names');
+  const planned = planSnapshot(input, found, workflowId, readable ? 'readable' : 'hashed');
   if (!planned.ok) throw ApplicationFailure.nonRetryable(planned.message, planned.type);
-  const plan = planned.plan;
+  let plan = planned.plan;
+  // A new run of an id whose earlier run used hashed names must find (and reuse or clean up) them.
+  const hashed = readable ? planSnapshot(input, found, workflowId, 'hashed') : undefined;
+  const legacy = hashed?.ok && hashed.plan.runKey !== plan.runKey ? hashed.plan : undefined;
   upsertSearchAttributes([
     { key: SA.domain, value: plan.domain.name },
     { key: SA.host, value: found.host },
@@ -66,8 +71,11 @@ export async function consistentSnapshot(request: SnapshotRequest): Promise<Snap
   const lock = await timed(steps, 'lock', () => acquireDomainLock(plan.domain, { workflowId: info.workflowId, runId }));
   try {
     const targets = await timed(steps, 'checkTargets', () =>
-      inspection().checkTargets.executeWithOptions({ summary: 'check target names' }, [{ workflowId, disks: plan.disks }]),
+      inspection().checkTargets.executeWithOptions({ summary: 'check target names' }, [
+        { workflowId, disks: plan.disks, ...(legacy ? { legacyDisks: legacy.disks } : {}) },
+      ]),
     );
+    if (targets.legacyNames && legacy) plan = legacy;
     if (targets.complete) return finish(await applyRetentionPolicy(input, plan, reused(plan, found, workflowId, steps, targets.records), progress));
     if (targets.staleImages.length || targets.staleSnaps.length) {
       await removeImages(workflowId, targets.staleImages);

@@ -97,9 +97,14 @@ export class LibvirtClient {
     return isUuid(nameOrUuid) ? this.lookupDomainByUuid(nameOrUuid, opts) : this.lookupDomainByName(nameOrUuid, opts);
   }
 
-  /** REMOTE_PROC_CONNECT_LIST_ALL_DOMAINS (virConnectListAllDomains, VIR_CONNECT_LIST_DOMAINS_ACTIVE). */
-  async listDomains(opts?: CallOptions): Promise<DomainRef[]> {
-    const r = await this.remote(RemoteProcedure.CONNECT_LIST_ALL_DOMAINS, (w) => w.int(1).uint(LIST_DOMAINS_ACTIVE), opts);
+  /**
+   * REMOTE_PROC_CONNECT_LIST_ALL_DOMAINS (virConnectListAllDomains): the running domains
+   * (VIR_CONNECT_LIST_DOMAINS_ACTIVE), or with `which: 'defined'` every domain this host has a
+   * definition of, running or shut off (flags 0).
+   */
+  async listDomains(opts?: CallOptions & { which?: 'running' | 'defined' }): Promise<DomainRef[]> {
+    const flags = opts?.which === 'defined' ? 0 : LIST_DOMAINS_ACTIVE;
+    const r = await this.remote(RemoteProcedure.CONNECT_LIST_ALL_DOMAINS, (w) => w.int(1).uint(flags), opts);
     const domains = r.array(readDomain, 16_384);
     r.uint(); // count, equal to domains.length
     return domains;

@@ -17,10 +17,35 @@ export function fnv1a64(s: string): string {
 }
 
 const CLEAN_KEY = /^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$/;
+/** What a Temporal Schedule appends to its action's workflow id: `-<RFC 3339 time>` of the run. */
+const SCHEDULED_AT = /-(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
 
-/** A short name-safe key for a workflow id: the id itself when it is already safe, else its hash. */
-export function runKeyFor(workflowId: string): string {
-  return CLEAN_KEY.test(workflowId) ? workflowId : `h${fnv1a64(workflowId)}`;
+/**
+ * How a workflow id that is not itself name-safe becomes a run key. `hashed` is what runs used
+ * before names were readable (`h` + 16 hex): workflow histories recorded then replay with it.
+ * `readable`: a scheduled run's UTC time, `20260101T030000Z-1a2b3c4d`, or else the id's safe
+ * characters, `snap-vm-42-x-h1a2b3c4d5e6f`; the hash (of the whole id) keeps two ids apart.
+ */
+export type RunKeyScheme = 'hashed' | 'readable';
+
+/** A short name-safe key for a workflow id: the id itself when it is already safe. Deterministic. */
+export function runKeyFor(workflowId: string, scheme: RunKeyScheme = 'readable'): string {
+  if (CLEAN_KEY.test(workflowId)) return workflowId;
+  const hash = fnv1a64(workflowId);
+  if (scheme === 'hashed') return `h${hash}`;
+  const at = scheduledAt(workflowId);
+  if (at) return `${at}-${hash.slice(0, 8)}`;
+  const slug = workflowId.replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^[^A-Za-z0-9]+/, '').slice(0, 24).replace(/[^A-Za-z0-9]+$/, '');
+  return slug ? `${slug}-h${hash.slice(0, 12)}` : `h${hash}`;
+}
+
+/** The UTC time a Temporal Schedule's run id ends with, as `YYYYMMDDTHHMMSSZ`; null if none. */
+export function scheduledAt(workflowId: string): string | null {
+  const m = SCHEDULED_AT.exec(workflowId);
+  if (!m) return null;
+  const ms = Date.parse(`${m[1]}${m[2]}`);
+  if (!Number.isFinite(ms)) return null;
+  return new Date(ms).toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
 }
 
 export const SNAP_PREFIX = 'vmsnap-';

@@ -2,6 +2,7 @@ import { FailureType } from './failures';
 import type { SnapshotInput } from './input';
 import { RBD_NAME } from './input';
 import { defaultImageName, runKeyFor, sourceSnapName } from './naming';
+import type { RunKeyScheme } from './naming';
 import type { DiskPlan, InspectResult, SnapshotPlan } from './types';
 
 export type PlanOutcome = { ok: true; plan: SnapshotPlan } | { ok: false; type: FailureType; message: string };
@@ -10,8 +11,8 @@ export type PlanOutcome = { ok: true; plan: SnapshotPlan } | { ok: false; type: 
  * Decides, before anything changes, which disks are snapshotted, under which names, and whether
  * the guest is frozen. Pure: it runs inside the workflow on the inspect activity's findings.
  */
-export function planSnapshot(input: SnapshotInput, found: InspectResult, workflowId: string): PlanOutcome {
-  const runKey = runKeyFor(workflowId);
+export function planSnapshot(input: SnapshotInput, found: InspectResult, workflowId: string, scheme: RunKeyScheme = 'readable'): PlanOutcome {
+  const runKey = runKeyFor(workflowId, scheme);
   const byTarget = new Map(found.disks.map((d) => [d.target, d]));
   const skipped: { target: string; reason: string }[] = [];
   const chosen = [];

@@ -9,6 +9,9 @@ import type { ActivityDeps } from '../../activities';
 import { removeSnapIfPresent } from '../../activities/snapshots';
 import { dropOwner, listOwners, removeSourceSnaps, sourceSnapExists } from '../../activities/source-snaps';
 import type { Logger } from './logger';
+import { reapRestoreLeftovers } from './restore-reaper';
+import type { RestoreReapReport } from './restore-reaper';
+import type { RunStatus } from '../model/restore-leftovers';
 
 /**
  * Removes what runs that ended without compensating left behind: a terminated workflow, or one
@@ -17,7 +20,10 @@ import type { Logger } from './logger';
  * recorded as a workflow's own are considered, and only once that workflow is no longer running:
  *  - unfinished images (`vmsnap.state` != complete) in the image pool;
  *  - `vmsnap-*` snapshots on this host's domains' RBD disks with a `vmsnap.snap-owner.*` record and
- *    no `vmsnap.done.*` mark (kept snapshot-only results carry that mark).
+ *    no `vmsnap.done.*` mark (kept snapshot-only results carry that mark);
+ *  - disks of restores that ended without completing, and disks replaced by completed in-place
+ *    restores once they are `keepReplacedMs` old — never one a domain defined here uses
+ *    (src/worker/restore-reaper.ts).
  */
 export class OrphanReaper {
   private timer?: NodeJS.Timeout;
@@ -31,6 +37,8 @@ export class OrphanReaper {
     private readonly intervalMs: number,
     /** How long an absent snapshot's owner record is kept for a late arrival (see mayDropAbsent). */
     private readonly horizonMs: number,
+    /** How long a disk a completed in-place restore replaced is kept (src/worker/restore-reaper.ts). */
+    private readonly keepReplacedMs: number = 24 * 3600_000,
   ) {}
 
   start(): void {
@@ -42,26 +50,38 @@ export class OrphanReaper {
     if (this.timer) clearInterval(this.timer);
   }
 
-  async sweep(): Promise<{ images: string[]; snaps: string[] }> {
-    if (this.running) return { images: [], snaps: [] };
+  async sweep(): Promise<{ images: string[]; snaps: string[]; restore: RestoreReapReport }> {
+    const none = { images: [], snaps: [], restore: { removed: [], kept: [] } };
+    if (this.running) return none;
     this.running = true;
     try {
-      const open = new Map<string, boolean>();
-      const isRunning = async (workflowId: string) => {
-        if (!open.has(workflowId)) {
-          const status = await this.client.workflow
-            .getHandle(workflowId)
-            .describe()
-            .then((d) => d.status.name, (err: unknown) => ((err as Error).name === 'WorkflowNotFoundError' ? 'NOT_FOUND' : 'UNKNOWN'));
-          // UNKNOWN (Temporal unreachable): treat as running — never delete on a guess.
-          open.set(workflowId, status === 'RUNNING' || status === 'UNKNOWN');
+      const statuses = new Map<string, Promise<RunStatus>>();
+      const statusOf = (workflowId: string): Promise<RunStatus> => {
+        if (!statuses.has(workflowId)) {
+          statuses.set(
+            workflowId,
+            this.client.workflow
+              .getHandle(workflowId)
+              .describe()
+              .then((d) => d.status.name as RunStatus, (err: unknown) => ((err as Error).name === 'WorkflowNotFoundError' ? 'NOT_FOUND' : 'UNKNOWN')),
+          );
         }
-        return open.get(workflowId)!;
+        return statuses.get(workflowId)!;
       };
+      // UNKNOWN (Temporal unreachable): treat as running — never delete on a guess.
+      const isRunning = async (workflowId: string) => ['RUNNING', 'UNKNOWN'].includes(await statusOf(workflowId));
       const images = await this.reapImages(isRunning);
       const snaps = await this.reapSnaps(isRunning);
+      const restore = await reapRestoreLeftovers(await this.deps.libvirt(), {
+        scope: this.deps.scope,
+        keepReplacedMs: this.keepReplacedMs,
+        ioctx: (pool, ns) => this.deps.ioctx(pool, ns),
+        statusOf,
+      });
       if (images.length || snaps.length) this.log.warn('removed leftovers of runs that ended uncompensated', { images, snaps });
-      return { images, snaps };
+      if (restore.removed.length) this.log.warn('removed disks of ended restores', { disks: restore.removed });
+      if (restore.kept.length) this.log.warn('could not remove disks of ended restores', { kept: restore.kept });
+      return { images, snaps, restore };
     } finally {
       this.running = false;
     }

@@ -99,7 +99,7 @@ export async function createHostWorker(
     deps.scope = await resolveScope(config, client);
     const connection = await untilConnected('temporal (worker)', log, opts.signal, () => NativeConnection.connect(connOpts));
     opened.connection = connection;
-    const reaper = new OrphanReaper(deps, client, config.imagePool, log, config.reapIntervalMs, config.ownerRecordHorizonMs);
+    const reaper = new OrphanReaper(deps, client, config.imagePool, log, config.reapIntervalMs, config.ownerRecordHorizonMs, config.keepReplacedMs);
     deps.fleet = { hosts: () => readFleet(client), terminate: (id, reason) => terminateRun(client, id, reason) };
     sweeper.handOff = handOffVia(client, config.host);
     deps.reportProgress = async (workflowId, progress) => {

@@ -32,7 +32,7 @@ export async function startHarness(
     labHost?: 'a' | 'b';
     cephId?: string;
     keyring?: string;
-    config?: Partial<Pick<Config, 'reapIntervalMs' | 'ownerRecordHorizonMs' | 'fleetBeatMs' | 'maxWindowsPerHost' | 'maxSnapshotsPerCluster'>>;
+    config?: Partial<Pick<Config, 'reapIntervalMs' | 'ownerRecordHorizonMs' | 'fleetBeatMs' | 'maxWindowsPerHost' | 'maxSnapshotsPerCluster' | 'keepReplacedMs'>>;
   } = {},
 ): Promise<Harness> {
   const vars = labVars();

@@ -1,0 +1,81 @@
+import type { RunScope } from './identity';
+import { RESTORE_META } from './restore-point';
+
+/*
+ * What the orphan reaper does with a disk in a VM pool that a restore touched. Pure: the caller
+ * reads the image's metadata, the workflow's status and the host's domain definitions.
+ *
+ *  - A disk a restore made (`vmsnap.restore.workflow-id`) whose restore is closed without
+ *    completing (terminated, timed out, or failed/cancelled with a compensation that did not get
+ *    to it) is a leftover: removed.
+ *  - A disk an in-place restore replaced (`vmsnap.restore.replaced-by`) whose restore completed
+ *    is kept `keepReplacedMs` after the swap, then removed (`vmsnap restore --confirm` earlier).
+ *
+ * Never a disk a domain defined on this host uses, never one outside this worker's scope, never
+ * on a guess: a status that could not be read, or a workflow Temporal no longer knows, leaves it.
+ */
+
+/** Temporal's names for a workflow's status (WorkflowExecutionStatus), plus the two a lookup can give. */
+export type RunStatus =
+  | 'RUNNING' | 'COMPLETED' | 'FAILED' | 'CANCELLED' | 'TERMINATED' | 'CONTINUED_AS_NEW' | 'TIMED_OUT'
+  | 'NOT_FOUND' | 'UNKNOWN';
+
+const ENDED_UNFINISHED: ReadonlySet<RunStatus> = new Set<RunStatus>(['FAILED', 'CANCELLED', 'TERMINATED', 'TIMED_OUT']);
+
+/** Keys recording the scope of the restore that made a disk, and of the one that replaced it. */
+export const RESTORE_SCOPE_META = {
+  namespace: 'vmsnap.restore.temporal-namespace',
+  cluster: 'vmsnap.restore.cluster',
+  replacedNamespace: 'vmsnap.restore.replaced-temporal-namespace',
+  replacedCluster: 'vmsnap.restore.replaced-cluster',
+} as const;
+
+export function restoreScopeMetadata(scope: RunScope): Record<string, string> {
+  return { [RESTORE_SCOPE_META.namespace]: scope.namespace, [RESTORE_SCOPE_META.cluster]: scope.cluster };
+}
+
+export function replacedScopeMetadata(scope: RunScope): Record<string, string> {
+  return { [RESTORE_SCOPE_META.replacedNamespace]: scope.namespace, [RESTORE_SCOPE_META.replacedCluster]: scope.cluster };
+}
+
+export type LeftoverAction =
+  | { action: 'leave' }
+  | { action: 'remove-clone'; workflowId: string; status: RunStatus }
+  | { action: 'remove-replaced'; workflowId: string; replacedAt: string };
+
+export interface LeftoverContext {
+  scope: RunScope;
+  now: number;
+  keepReplacedMs: number;
+  /** The disk (`pool/image`, or `pool/namespace/image`) is a source of a domain defined on this host. */
+  inUse: boolean;
+  statusOf: (workflowId: string) => RunStatus;
+}
+
+/** The workflow ids whose status the decision needs (so the caller looks up only those). */
+export function restoreIdsOf(meta: Readonly<Record<string, string>>): { made?: string; replacedBy?: string } {
+  const made = meta[RESTORE_META.workflowId];
+  const replacedBy = meta[RESTORE_META.replacedBy];
+  return { ...(made ? { made } : {}), ...(replacedBy ? { replacedBy } : {}) };
+}
+
+export function restoreLeftoverAction(meta: Readonly<Record<string, string>>, ctx: LeftoverContext): LeftoverAction {
+  if (ctx.inUse) return { action: 'leave' };
+  const { made, replacedBy } = restoreIdsOf(meta);
+  // A disk replaced by a restore is judged by that restore, whatever made it.
+  if (replacedBy) {
+    if (meta[RESTORE_SCOPE_META.replacedNamespace] !== ctx.scope.namespace || meta[RESTORE_SCOPE_META.replacedCluster] !== ctx.scope.cluster) {
+      return { action: 'leave' };
+    }
+    const replacedAt = meta[RESTORE_META.replacedAt] ?? '';
+    const at = Date.parse(replacedAt);
+    if (!Number.isFinite(at) || ctx.now - at < ctx.keepReplacedMs) return { action: 'leave' };
+    return ctx.statusOf(replacedBy) === 'COMPLETED' ? { action: 'remove-replaced', workflowId: replacedBy, replacedAt } : { action: 'leave' };
+  }
+  if (made) {
+    if (meta[RESTORE_SCOPE_META.namespace] !== ctx.scope.namespace || meta[RESTORE_SCOPE_META.cluster] !== ctx.scope.cluster) return { action: 'leave' };
+    const status = ctx.statusOf(made);
+    return ENDED_UNFINISHED.has(status) ? { action: 'remove-clone', workflowId: made, status } : { action: 'leave' };
+  }
+  return { action: 'leave' };
+}
