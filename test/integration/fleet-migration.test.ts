@@ -103,6 +103,10 @@ async function childPhase(routerId: string): Promise<string | undefined> {
 async function expectPromisesKept(domain: string, result: SnapshotResult | undefined, from: number, to: number): Promise<void> {
   expect(await freezeStatusWhereItRuns(domain)).toBe('thawed');
   const gap = longestGap(await readTicks(domain, from - 2000), from, to);
+  console.log(
+    `[fleet-migration] ${expect.getState().currentTestName}: longest probe stall ${gap?.ms ?? 0} ms, ` +
+      `host ${result?.host}, quiesced=${result?.quiesced} (${result?.quiesceReason}), relocations ${JSON.stringify(result?.relocations ?? [])}`,
+  );
   expect(gap?.ms ?? 0, `longest probe stall ${JSON.stringify(gap)}`).toBeLessThanOrEqual(DEADLINE_MS + 2000);
   if (result) expect(await quiescedTruthViolations(vars, result)).toEqual([]);
   const keep = new Set(result?.disks.map((d) => d.snapshot.split('@')[1]) ?? []);
