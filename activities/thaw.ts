@@ -17,13 +17,13 @@ import { during } from './step-error';
  */
 export function thawGuest(deps: ActivityDeps) {
   return async function thawGuest(req: ThawRequest): Promise<ThawResult> {
-    const lv = await deps.libvirt();
     if (req.thawedBy === 'handoff' && (await deps.guard.read(req.domainUuid))) {
       // This host froze the guest itself since it arrived: that window is its run's to end.
       const t = nowMs();
       deps.log.warn('hand-off thaw skipped: this host holds its own freeze of the domain', { domain: req.domainName, owner: req.owner });
       return { thawedFilesystems: 0, startedAt: t, returnedAt: t, skippedForLocalFreeze: true };
     }
+    const lv = await deps.libvirt();
     const startedAt = nowMs();
     const startedMono = monoMs();
     // Retryable always: the retry policy (and, past it, escalation) is the workflow's decision.
