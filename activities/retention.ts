@@ -1,5 +1,5 @@
 import { Context } from '@temporalio/activity';
-import { isNotFound, listImages, openImage, removeImage } from '../src/ceph';
+import { isNotFound, listImages, openImage, readImageIfExists, removeImage } from '../src/ceph';
 import type { IoCtx } from '../src/ceph';
 import { IMAGE_SNAP } from '../src/model/naming';
 import { planRetention } from '../src/model/retention';
@@ -76,19 +76,8 @@ function isOurs(meta: Record<string, string>, req: RetentionRequest, name: strin
 }
 
 /** rbd_metadata_list through a read-only open; null when the image vanished since the listing. */
-async function readMetadata(io: IoCtx, name: string): Promise<Record<string, string> | null> {
-  let img;
-  try {
-    img = await openImage(io, name, { readOnly: true });
-  } catch (err) {
-    if (isNotFound(err)) return null;
-    throw err;
-  }
-  try {
-    return await during(`read metadata of ${name}`, () => img.metadataList());
-  } finally {
-    await img.close();
-  }
+function readMetadata(io: IoCtx, name: string): Promise<Record<string, string> | null> {
+  return readImageIfExists(io, name, (img) => during(`read metadata of ${name}`, () => img.metadataList()));
 }
 
 /** Unprotect + remove `snap`, then remove the image. Returns why it was left alone, if it was. */

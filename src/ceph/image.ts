@@ -124,6 +124,25 @@ export async function openImage(io: IoCtx, name: string, o: OpenImageOptions = {
 }
 
 /**
+ * Opens read-only, runs `read`, closes. null when the image vanished since it was listed (an
+ * image pool is listed, then each image read: a retention or restore may remove one in between).
+ */
+export async function readImageIfExists<T>(io: IoCtx, name: string, read: (img: Image) => Promise<T>): Promise<T | null> {
+  let img: Image;
+  try {
+    img = await openImage(io, name, { readOnly: true });
+  } catch (err) {
+    if (isNotFound(err)) return null;
+    throw err;
+  }
+  try {
+    return await read(img);
+  } finally {
+    await img.close();
+  }
+}
+
+/**
  * rbd_remove_with_progress. Fails ENOTEMPTY (39) while the image has snapshots or linked
  * clones, EBUSY while another client has it open.
  */

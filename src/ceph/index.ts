@@ -8,7 +8,7 @@ export {
   isPermissionDenied, isBlocklisted,
 } from './errors';
 export {
-  Image, listImages, createImage, openImage, removeImage, imageExists,
+  Image, listImages, createImage, openImage, readImageIfExists, removeImage, imageExists,
   type ImageStat, type CreateImageOptions, type OpenImageOptions,
 } from './image';
 export type { SnapInfo } from './snapshot';

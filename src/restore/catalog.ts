@@ -1,4 +1,4 @@
-import { isNotFound, listImages, openImage } from '../ceph';
+import { listImages, readImageIfExists } from '../ceph';
 import type { IoCtx } from '../ceph';
 import type { CatalogImage } from '../model/restore-point';
 
@@ -22,18 +22,9 @@ export async function readCatalog(io: IoCtx, concurrency = 16): Promise<CatalogI
   return out.filter((x): x is CatalogImage => x !== null);
 }
 
-async function readOne(io: IoCtx, name: string): Promise<CatalogImage | null> {
-  let img;
-  try {
-    img = await openImage(io, name, { readOnly: true });
-  } catch (err) {
-    if (isNotFound(err)) return null;
-    throw err;
-  }
-  try {
+function readOne(io: IoCtx, name: string): Promise<CatalogImage | null> {
+  return readImageIfExists(io, name, async (img) => {
     const [meta, stat] = await Promise.all([img.metadataList(), img.stat()]);
     return { pool: io.pool, name, sizeBytes: stat.size, meta };
-  } finally {
-    await img.close();
-  }
+  });
 }

@@ -1,4 +1,4 @@
-import { isNotEmpty, isNotFound, listImages, openImage, removeImage } from '../ceph';
+import { isNotEmpty, isNotFound, listImages, readImageIfExists, removeImage } from '../ceph';
 import type { IoCtx } from '../ceph';
 import type { LibvirtClient } from '../libvirt';
 import { parseDomainXml } from '../libvirt';
@@ -84,19 +84,8 @@ function poolsOf(specs: Set<string>): Map<string, Set<string>> {
   return pools;
 }
 
-async function metadataOf(io: IoCtx, name: string): Promise<Record<string, string> | null> {
-  let img;
-  try {
-    img = await openImage(io, name, { readOnly: true });
-  } catch (err) {
-    if (isNotFound(err)) return null;
-    throw err;
-  }
-  try {
-    return await img.metadataList();
-  } finally {
-    await img.close();
-  }
+function metadataOf(io: IoCtx, name: string): Promise<Record<string, string> | null> {
+  return readImageIfExists(io, name, (img) => img.metadataList());
 }
 
 /** rbd_remove, which refuses an image with snapshots, clones or a watcher (a VM that has it open). */

@@ -4,7 +4,7 @@ import type { Duration } from '@temporalio/common';
 import { WorkflowNotFoundError } from '@temporalio/common';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
 import { bulkTaskQueue, lockWorkflowId } from '../../src/model/naming';
 import type { SnapshotRequest } from '../../src/model/input';
 import { SA } from '../../src/model/search-attributes';
@@ -97,4 +97,19 @@ function quietRuntime(): void {
   const level = (process.env.VMSNAP_SDK_LOG_LEVEL as 'WARN' | undefined) ?? 'ERROR';
   Runtime.install({ logger: new DefaultLogger(level) });
   installed = true;
+}
+
+/** The lane of one test file: started before its tests, stopped after them. */
+export function useWorkflowLane(): () => WorkflowLane {
+  let lane: WorkflowLane | undefined;
+  beforeAll(async () => {
+    lane = await WorkflowLane.start();
+  }, 60_000);
+  afterAll(async () => {
+    await lane?.stop();
+  });
+  return () => {
+    if (!lane) throw new Error('the workflow lane is not started (use it inside a test)');
+    return lane;
+  };
 }

@@ -1,3 +1,5 @@
+import { existsSync, mkdtempSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Client } from '@temporalio/client';
@@ -152,8 +154,14 @@ describe('runs by VM name on two hosts', () => {
   });
 });
 
+/** Each migration cell once by default; VMSNAP_FAULT_RUNS=3 (the extended mode) repeats it. */
+const RUNS = Math.max(1, Number(process.env.VMSNAP_FAULT_RUNS ?? 1));
+function cell(name: string, fn: () => Promise<void>): void {
+  for (let i = 1; i <= RUNS; i++) it(RUNS > 1 ? `${name} (run ${i}/${RUNS})` : name, fn);
+}
+
 describe('migrations at chosen points of a run', () => {
-  it('before the freeze: the run follows the VM to its new host (one relocation in the history)', async () => {
+  cell('before the freeze: the run follows the VM to its new host (one relocation in the history)', async () => {
     // Hold host A's only freeze-window slot, so the run waits between inspection and its freeze.
     const blocker = await client.workflow.start('domainLock', {
       taskQueue: hA.hw.taskQueue,
@@ -185,7 +193,7 @@ describe('migrations at chosen points of a run', () => {
     }
   });
 
-  it('inside the window (freeze call in flight): thawed where the guest runs, within deadline + 2 s, truthful', async () => {
+  cell('inside the window (freeze call in flight): thawed where the guest runs, within deadline + 2 s, truthful', async () => {
     await run('bash', [path.join(ROOT, 'lab/guest-ctl.sh'), g1, 'slow-freeze', '3']);
     const id = uniqueId('fm-window');
     const from = Date.now();
@@ -207,7 +215,31 @@ describe('migrations at chosen points of a run', () => {
     }
   });
 
-  it('during the copy: the copy just finishes, quiesced and truthful', async () => {
+  cell('while frozen (between the freeze and the snapshot): the guest migrates frozen and is thawed where it lands, truthfully', async () => {
+    // Host A's worker stalls 3 s after the freeze returned (fault point freeze:after): the VM is
+    // moved while frozen, and the snapshot and thaw come after or during the move.
+    const faultDir = mkdtempSync(path.join(os.tmpdir(), 'vmsnap-fm-fault-'));
+    Object.assign(process.env, { VMSNAP_FAULT_POINTS: 'freeze:after', VMSNAP_FAULT_DIR: faultDir, VMSNAP_FAULT_PAUSE_MS: '3000' });
+    const id = uniqueId('fm-frozen');
+    const from = Date.now();
+    let result: SnapshotResult | undefined;
+    try {
+      const handle = await client.workflow.start('consistentSnapshot', { taskQueue: FLEET_TASK_QUEUE, workflowId: id, args: [{ domain: g1, ...WINDOW, quiesce: 'prefer' }] });
+      await until('the guest frozen on host A', async () => (existsSync(path.join(faultDir, 'freeze_after')) ? true : undefined), 60_000);
+      delete process.env.VMSNAP_FAULT_POINTS; // one stall only (host B's worker shares this process)
+      await migrate(g1, 'b');
+      result = (await handle.result()) as SnapshotResult;
+      expect(result.host).toBe(hosts.a.name);
+      await expectPromisesKept(g1, result, from, Date.now());
+      expect(await hA.hw.deps.guard.entries()).toEqual([]);
+    } finally {
+      for (const k of ['VMSNAP_FAULT_POINTS', 'VMSNAP_FAULT_DIR', 'VMSNAP_FAULT_PAUSE_MS']) delete process.env[k];
+      await ceph.removeResultImages(result);
+      await home(g1, 'a');
+    }
+  });
+
+  cell('during the copy: the copy just finishes, quiesced and truthful', async () => {
     const id = uniqueId('fm-copy');
     const from = Date.now();
     let result: SnapshotResult | undefined;

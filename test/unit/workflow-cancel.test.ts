@@ -1,21 +1,15 @@
 import { CancelledFailure } from '@temporalio/common';
 import { WorkflowFailedError } from '@temporalio/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { FakeHost, type Step } from '../helpers/fake-host';
-import { WorkflowLane } from '../helpers/workflow-lane';
+import { useWorkflowLane } from '../helpers/workflow-lane';
 
 /*
  * An operator cancels consistentSnapshot (image mode) while a step is running. The step's effect
  * is taken to have landed (the worst case: a freeze or a snapshot that happened, unanswered), and
  * the compensations, which a cancel must not interrupt, must undo it all.
  */
-let lane: WorkflowLane;
-beforeAll(async () => {
-  lane = await WorkflowLane.start();
-}, 60_000);
-afterAll(async () => {
-  await lane?.stop();
-});
+const laneOf = useWorkflowLane();
 
 let n = 0;
 // A cancel reaches a workflow busy with a local activity only when core heartbeats its workflow
@@ -41,7 +35,7 @@ describe.concurrent('cancel while a step runs', () => {
     const h = new FakeHost(`vm-cancel-${++n}`);
     h.disks = ['vda'];
     h.hang(step);
-    const run = await lane.start(h, { quiesce: 'require' }, start);
+    const run = await laneOf().start(h, { quiesce: 'require' }, start);
     await h.reached(step);
     await run.cancel();
     const err = await run.result().then(
@@ -53,13 +47,13 @@ describe.concurrent('cancel while a step runs', () => {
     expect((err as WorkflowFailedError).cause).toBeInstanceOf(CancelledFailure);
     expect(h.after(step)).toEqual(undone);
     expect(h.leftovers()).toEqual([]);
-    expect(await lane.lockState(h)).toBe(lock);
+    expect(await laneOf().lockState(h)).toBe(lock);
   });
 
   it('at freezeGuest: the thaw watches for a freeze that lands after the cancel', async () => {
     const h = new FakeHost(`vm-cancel-${++n}`);
     h.hang('freezeGuest');
-    const run = await lane.start(h, { quiesce: 'prefer', lateSnapshotWatchMs: 999 }, start);
+    const run = await laneOf().start(h, { quiesce: 'prefer', lateSnapshotWatchMs: 999 }, start);
     await h.reached('freezeGuest');
     await run.cancel();
     await run.result().catch(() => undefined);

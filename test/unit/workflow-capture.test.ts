@@ -1,10 +1,10 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { FailureType } from '../../src/model/failures';
 import { SA } from '../../src/model/search-attributes';
 import { agentError, FakeHost } from '../helpers/fake-host';
 import { failureOf } from '../helpers/failure-of';
-import { WorkflowLane } from '../helpers/workflow-lane';
+import { useWorkflowLane } from '../helpers/workflow-lane';
 
 /*
  * Every branch of captureDisks (workflows/capture.ts) on the real workflow code, in snapshot-only
@@ -12,13 +12,7 @@ import { WorkflowLane } from '../helpers/workflow-lane';
  * late, a foreign freeze, the host guard, a thaw that fails — and whether `quiesced` tells the truth.
  */
 // Scenarios share nothing (own domain, lock and workflow id), so they run side by side.
-let lane: WorkflowLane;
-beforeAll(async () => {
-  lane = await WorkflowLane.start();
-}, 60_000);
-afterAll(async () => {
-  await lane?.stop();
-});
+const laneOf = useWorkflowLane();
 
 const keepSnapshot = { target: { clone: false } } as const;
 let n = 0;
@@ -27,7 +21,7 @@ const host = () => new FakeHost(`vm-capture-${++n}`);
 describe.concurrent('a freeze that holds', () => {
   it.each(['require', 'prefer'] as const)('quiesce %s: quiesced, with the window and its breakdown from the activities’ clocks', async (quiesce) => {
     const h = host();
-    const run = await lane.start(h, { quiesce, ...keepSnapshot });
+    const run = await laneOf().start(h, { quiesce, ...keepSnapshot });
     const r = await run.result();
 
     expect(h.steps()).toEqual(['inspectDomain', 'checkTargets', 'endPredecessorFreeze', 'prepareSnapshots', 'freezeGuest', 'snapshotDisks', 'thawGuest', 'finalizeDisk', 'finalizeDisk']);
@@ -45,14 +39,14 @@ describe.concurrent('a freeze that holds', () => {
     expect((await run.describe()).typedSearchAttributes.get(SA.quiesced)).toBe(true);
     expect(h.frozen).toBe(0);
     expect([...h.snaps]).toHaveLength(2); // snapshot-only mode keeps them: they are the result
-    expect(await lane.lockState(h)).toBe('COMPLETED');
+    expect(await laneOf().lockState(h)).toBe('COMPLETED');
   });
 });
 
 describe.concurrent('no freeze planned', () => {
   it('quiesce skip: no freeze, no thaw, crash-consistent and says so', async () => {
     const h = host();
-    const r = await (await lane.start(h, { quiesce: 'skip', ...keepSnapshot })).result();
+    const r = await (await laneOf().start(h, { quiesce: 'skip', ...keepSnapshot })).result();
     expect(h.steps()).not.toContain('freezeGuest');
     expect(h.steps()).not.toContain('thawGuest');
     expect(h.steps()).not.toContain('endPredecessorFreeze');
@@ -67,7 +61,7 @@ describe.concurrent('no freeze planned', () => {
   ])('quiesce prefer, %s: snapshots crash-consistent without trying to freeze', async (_what, agent, reason) => {
     const h = host();
     h.agent = agent;
-    const r = await (await lane.start(h, { quiesce: 'prefer', ...keepSnapshot })).result();
+    const r = await (await laneOf().start(h, { quiesce: 'prefer', ...keepSnapshot })).result();
     expect(h.steps()).not.toContain('freezeGuest');
     expect(r).toMatchObject({ quiesced: false, quiesceReason: reason, frozenFilesystems: 0 });
     expect(h.callsOf('finalizeDisk')[0]).toMatchObject({ quiesced: false, quiesceReason: reason });
@@ -76,10 +70,10 @@ describe.concurrent('no freeze planned', () => {
   it('quiesce require, an agent that does not answer: fails before the lock, nothing touched', async () => {
     const h = host();
     h.agent = { configured: true, responding: false };
-    const f = await failureOf((await lane.start(h, { quiesce: 'require', ...keepSnapshot })).result());
+    const f = await failureOf((await laneOf().start(h, { quiesce: 'require', ...keepSnapshot })).result());
     expect(f.type).toBe(FailureType.QuiesceUnavailable);
     expect(h.steps()).toEqual(['inspectDomain']);
-    expect(await lane.lockState(h)).toBe('none');
+    expect(await laneOf().lockState(h)).toBe('none');
   });
 });
 
@@ -93,7 +87,7 @@ describe.concurrent('a freeze that fails', () => {
 
   it('quiesce require: FreezeFailed; the late freeze is thawed (with a late-freeze watch) and nothing is kept', async () => {
     const h = landedThenFailed(host());
-    const f = await failureOf((await lane.start(h, { quiesce: 'require', lateSnapshotWatchMs: 4321, ...keepSnapshot })).result());
+    const f = await failureOf((await laneOf().start(h, { quiesce: 'require', lateSnapshotWatchMs: 4321, ...keepSnapshot })).result());
     expect(f.type).toBe(FailureType.FreezeFailed);
     expect(f.message).toContain('agent timed out');
     expect(h.after('freezeGuest')).toEqual(['thawGuest', 'removeSourceSnaps']);
@@ -108,7 +102,7 @@ describe.concurrent('a freeze that fails', () => {
       frozenAtSnapshot = h.frozen;
       return real();
     });
-    const r = await (await lane.start(h, { quiesce: 'prefer', lateSnapshotWatchMs: 4321, ...keepSnapshot })).result();
+    const r = await (await laneOf().start(h, { quiesce: 'prefer', lateSnapshotWatchMs: 4321, ...keepSnapshot })).result();
     expect(h.after('freezeGuest')).toEqual(['thawGuest', 'snapshotDisks', 'finalizeDisk', 'finalizeDisk']);
     expect(frozenAtSnapshot).toBe(0);
     expect(h.callsOf('thawGuest')).toEqual([expect.objectContaining({ thawedBy: 'compensation', lateFreezeWatchMs: 4321 })]);
@@ -120,7 +114,7 @@ describe.concurrent('a freeze that fails', () => {
     const h = host().script('freezeGuest', async () => {
       throw ApplicationFailure.nonRetryable('guest agent is not connected', FailureType.QuiesceUnavailable);
     });
-    const f = await failureOf((await lane.start(h, { quiesce: 'require', ...keepSnapshot })).result());
+    const f = await failureOf((await laneOf().start(h, { quiesce: 'require', ...keepSnapshot })).result());
     expect(f.type).toBe(FailureType.QuiesceUnavailable);
     expect(f.message).toBe('quiesce required but guest agent is not connected');
     expect(h.leftovers()).toEqual([]);
@@ -130,7 +124,7 @@ describe.concurrent('a freeze that fails', () => {
     const h = host();
     h.frozen = 3;
     h.frozenBy = 'other';
-    const f = await failureOf((await lane.start(h, { quiesce, ...keepSnapshot })).result());
+    const f = await failureOf((await laneOf().start(h, { quiesce, ...keepSnapshot })).result());
     expect(f.type).toBe(FailureType.GuestFrozenByOther);
     expect(h.steps()).not.toContain('thawGuest');
     expect(h.after('freezeGuest')).toEqual(['removeSourceSnaps']);
@@ -143,7 +137,7 @@ describe.concurrent('a freeze that froze nothing', () => {
   it('quiesce require: thawed, QuiesceUnavailable', async () => {
     const h = host();
     h.filesystems = 0;
-    const f = await failureOf((await lane.start(h, { quiesce: 'require', ...keepSnapshot })).result());
+    const f = await failureOf((await laneOf().start(h, { quiesce: 'require', ...keepSnapshot })).result());
     expect(f.type).toBe(FailureType.QuiesceUnavailable);
     expect(f.message).toContain('froze 0 filesystems');
     expect(h.after('freezeGuest')).toEqual(['thawGuest', 'removeSourceSnaps']);
@@ -153,7 +147,7 @@ describe.concurrent('a freeze that froze nothing', () => {
   it('quiesce prefer: thawed, then crash-consistent', async () => {
     const h = host();
     h.filesystems = 0;
-    const r = await (await lane.start(h, { quiesce: 'prefer', ...keepSnapshot })).result();
+    const r = await (await laneOf().start(h, { quiesce: 'prefer', ...keepSnapshot })).result();
     expect(h.after('freezeGuest')).toEqual(['thawGuest', 'snapshotDisks', 'finalizeDisk', 'finalizeDisk']);
     expect(r).toMatchObject({ quiesced: false, quiesceReason: 'guest agent froze 0 filesystems', freezeWindowMs: null });
   });
@@ -193,7 +187,7 @@ describe.concurrent('a freeze that did not hold until the thaw', () => {
   it.each(cases)('quiesce require, $what: $failure, the snapshot is removed', async ({ arrange, failure, reason }) => {
     const h = host();
     arrange(h);
-    const f = await failureOf((await lane.start(h, { quiesce: 'require', ...keepSnapshot })).result());
+    const f = await failureOf((await laneOf().start(h, { quiesce: 'require', ...keepSnapshot })).result());
     expect(f.type).toBe(failure);
     expect(f.message).toContain(reason);
     // Thawed by the workflow already: the thaw compensation has nothing left to do.
@@ -204,7 +198,7 @@ describe.concurrent('a freeze that did not hold until the thaw', () => {
   it.each(cases)('quiesce prefer, $what: kept, but not called quiesced', async ({ arrange, reason }) => {
     const h = host();
     arrange(h);
-    const run = await lane.start(h, { quiesce: 'prefer', ...keepSnapshot });
+    const run = await laneOf().start(h, { quiesce: 'prefer', ...keepSnapshot });
     const r = await run.result();
     expect(r).toMatchObject({ quiesced: false, frozenFilesystems: 0 });
     expect(r.quiesceReason).toContain(reason);
@@ -220,7 +214,7 @@ describe.concurrent('a snapshot that fails', () => {
     const h = host().script('snapshotDisks', async () => {
       throw ApplicationFailure.nonRetryable('rbd_snap_create: EIO', FailureType.SnapshotFailed);
     });
-    const f = await failureOf((await lane.start(h, { quiesce: 'require', ...keepSnapshot })).result());
+    const f = await failureOf((await laneOf().start(h, { quiesce: 'require', ...keepSnapshot })).result());
     expect(f.type).toBe(FailureType.SnapshotFailed);
     expect(h.after('snapshotDisks')).toEqual(['thawGuest', 'removeSourceSnaps']);
     expect(h.callsOf('thawGuest')[0]).toMatchObject({ thawedBy: 'compensation' });
@@ -233,7 +227,7 @@ describe.concurrent('a snapshot that fails', () => {
       await real(); // the lock owner woke up and created it after all
       throw ApplicationFailure.nonRetryable('snapshot did not finish within 8000 ms', FailureType.SnapshotTimeout);
     });
-    const f = await failureOf((await lane.start(h, { quiesce: 'require', lateSnapshotWatchMs: 4321, ...keepSnapshot })).result());
+    const f = await failureOf((await laneOf().start(h, { quiesce: 'require', lateSnapshotWatchMs: 4321, ...keepSnapshot })).result());
     expect(f.type).toBe(FailureType.SnapshotTimeout);
     expect(h.callsOf('removeSourceSnaps')[0]).toMatchObject({ watchLateMs: 4321 });
     expect(h.leftovers()).toEqual([]);
@@ -249,7 +243,7 @@ describe.concurrent('a thaw that fails', () => {
 
   it('after the workflow’s own 3 tries, the compensation thaws; the run fails, nothing kept', async () => {
     const h = thawFails(host(), 3);
-    const f = await failureOf((await lane.start(h, { quiesce: 'require', ...keepSnapshot })).result());
+    const f = await failureOf((await laneOf().start(h, { quiesce: 'require', ...keepSnapshot })).result());
     expect(f.type).toBe(FailureType.ThawFailed);
     expect(h.callsOf('thawGuest').map((t) => t.thawedBy)).toEqual(['workflow', 'workflow', 'workflow', 'compensation']);
     expect(h.after('snapshotDisks')).toEqual(['thawGuest', 'thawGuest', 'thawGuest', 'thawGuest', 'removeSourceSnaps']);
@@ -258,7 +252,7 @@ describe.concurrent('a thaw that fails', () => {
 
   it('past the compensation’s 5 local tries, escalates to a server-tracked activity that thaws', async () => {
     const h = thawFails(host(), 8);
-    await failureOf((await lane.start(h, { quiesce: 'require', ...keepSnapshot })).result());
+    await failureOf((await laneOf().start(h, { quiesce: 'require', ...keepSnapshot })).result());
     const thaws = h.calls.filter((c) => c.step === 'thawGuest');
     expect(thaws.map((c) => c.local)).toEqual([...Array(8).fill(true), false]);
     expect(h.after('snapshotDisks').slice(-1)).toEqual(['removeSourceSnaps']);

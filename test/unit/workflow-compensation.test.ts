@@ -1,22 +1,16 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { FailureType } from '../../src/model/failures';
 import { FakeHost, type Step } from '../helpers/fake-host';
 import { failureOf } from '../helpers/failure-of';
-import { WorkflowLane } from '../helpers/workflow-lane';
+import { useWorkflowLane } from '../helpers/workflow-lane';
 
 /*
  * A step of consistentSnapshot (image mode) fails for good: what is undone, in which order, and
  * that the run still ends with the step's own failure, the guest thawed, nothing stray and the
  * domain lock released. One disk, so the order of calls is the workflow's alone.
  */
-let lane: WorkflowLane;
-beforeAll(async () => {
-  lane = await WorkflowLane.start();
-}, 60_000);
-afterAll(async () => {
-  await lane?.stop();
-});
+const laneOf = useWorkflowLane();
 
 let n = 0;
 function oneDiskHost(): FakeHost {
@@ -47,28 +41,28 @@ const cases: { step: Step; undone: Step[]; type?: string }[] = [
 describe.concurrent('compensation after a failed step', () => {
   it.each(cases)('$step fails: undoes $undone, in that order', async ({ step, undone, type }) => {
     const h = oneDiskHost().script(step, fails(`${step}Failure`));
-    const f = await failureOf((await lane.start(h, { quiesce: 'require' })).result());
+    const f = await failureOf((await laneOf().start(h, { quiesce: 'require' })).result());
     expect(f.type).toBe(type ?? `${step}Failure`);
     expect(h.after(step)).toEqual(undone);
     expect(h.leftovers()).toEqual([]);
-    expect(await lane.lockState(h)).toBe('COMPLETED');
+    expect(await laneOf().lockState(h)).toBe('COMPLETED');
   });
 
   it('the thaw compensation of a run that never froze only looks (late-freeze watch), it thaws nothing', async () => {
     const h = oneDiskHost().script('prepareSnapshots', fails('PrepareFailed'));
-    await failureOf((await lane.start(h, { quiesce: 'require', lateSnapshotWatchMs: 777 })).result());
+    await failureOf((await laneOf().start(h, { quiesce: 'require', lateSnapshotWatchMs: 777 })).result());
     expect(h.steps()).not.toContain('freezeGuest');
     expect(h.callsOf('thawGuest')).toEqual([expect.objectContaining({ thawedBy: 'compensation', lateFreezeWatchMs: 777 })]);
   });
 
   it('a failing undo step does not stop the next one, and is not swallowed', async () => {
     const h = oneDiskHost().script('flattenDisk', fails(FailureType.FlattenFailed)).script('removeImages', fails('RemoveFailed'));
-    const f = await failureOf((await lane.start(h, { quiesce: 'require' })).result());
+    const f = await failureOf((await laneOf().start(h, { quiesce: 'require' })).result());
     expect(h.after('flattenDisk')).toEqual(['removeImages', 'removeSourceSnaps']);
     expect(f.type).toBe('CompensationFailed');
     expect(f.message).toContain('remove images: ');
     expect(h.snaps.size).toBe(0);
-    expect(await lane.lockState(h)).toBe('COMPLETED');
+    expect(await laneOf().lockState(h)).toBe('COMPLETED');
   });
 
   it('two disks: a failed clone waits for its sibling’s copy before anything is undone', async () => {
@@ -88,7 +82,7 @@ describe.concurrent('compensation after a failed step', () => {
       removedWhileCopying ||= !siblingFlattened;
       return real();
     });
-    const f = await failureOf((await lane.start(h, { quiesce: 'require' })).result());
+    const f = await failureOf((await laneOf().start(h, { quiesce: 'require' })).result());
     expect(f.type).toBe(FailureType.CloneFailed);
     expect(removedWhileCopying).toBe(false);
     expect(h.steps().slice(-2)).toEqual(['removeImages', 'removeSourceSnaps']);
