@@ -113,17 +113,19 @@ async function snapshotAndCopy(
   const workflowId = nameIdOf(input);
   const saga = new Compensations();
   try {
-    // Histories recorded before this step replay without it.
-    if (plan.freeze && patched('vmsnap-end-predecessor-freeze')) {
-      const { runId, workflowId: ownId } = workflowInfo();
-      await prepareLocal().endPredecessorFreeze.executeWithOptions({ summary: 'end an earlier run’s freeze' }, [
-        { workflowId: ownId, runId, domainUuid: plan.domain.uuid, domainName: plan.domain.name, agentTimeoutSec: input.agentTimeoutSec },
-      ]);
-    }
     // Fleet limits hold from before the freeze to after the thaw (never the copy).
     const slots = found.limits && patched('vmsnap-fleet-limits') ? await timed(steps, 'slots', () => holdSlots(plan, found, found.limits!)) : [];
     let capture: Capture;
     try {
+      // Right before the window, in the workflow task that runs it: a Reset to the last task
+      // before the window must find this step ahead of it, not already done. Histories recorded
+      // before this step replay without it.
+      if (plan.freeze && patched('vmsnap-end-predecessor-freeze')) {
+        const { runId, workflowId: ownId } = workflowInfo();
+        await prepareLocal().endPredecessorFreeze.executeWithOptions({ summary: 'end an earlier run’s freeze' }, [
+          { workflowId: ownId, runId, domainUuid: plan.domain.uuid, domainName: plan.domain.name, agentTimeoutSec: input.agentTimeoutSec },
+        ]);
+      }
       capture = await captureDisks(plan, input, saga, progress);
     } finally {
       for (const s of slots.reverse()) await s.release();

@@ -109,7 +109,7 @@ export async function acquireDomainLock(domain: { name: string; uuid: string }, 
 }
 
 /** A run made by Reset keeps the replaced run's first run id (its start event is copied). */
-function isResetRun(): boolean {
+export function isResetRun(): boolean {
   const info = workflowInfo();
   return info.firstExecutionRunId !== info.runId && !info.continuedFromExecutionRunId;
 }

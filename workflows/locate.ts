@@ -27,6 +27,8 @@ export async function locate(domain: string): Promise<Placement> {
   );
   const answers: Presence[] = [];
   const unanswered: string[] = [];
-  settled.forEach((s, i) => (s.status === 'fulfilled' ? answers.push(s.value) : unanswered.push(live[i].host)));
+  // A lost host that answers counts (its beat was only late); one that does not is lost indeed,
+  // and cannot be where a run would go. Only a live host's silence leaves the placement unsure.
+  settled.forEach((s, i) => (s.status === 'fulfilled' ? answers.push(s.value) : live[i].alive && unanswered.push(live[i].host)));
   return placeDomain(domain, answers, unanswered);
 }

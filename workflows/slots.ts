@@ -1,8 +1,8 @@
 import { ApplicationFailure, WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/common';
-import { CancellationScope, ParentClosePolicy, sleep, startChild } from '@temporalio/workflow';
+import { CancellationScope, ParentClosePolicy, getExternalWorkflowHandle, patched, sleep, startChild } from '@temporalio/workflow';
 import { FailureType } from '../src/model/failures';
 import { slotWorkflowId } from '../src/model/naming';
-import { domainLock, releaseLock } from './domain-lock';
+import { domainLock, isResetRun, releaseLock, releaseLockFor } from './domain-lock';
 
 export interface HeldSlot {
   slot: number;
@@ -26,6 +26,14 @@ export async function acquireSlot(
   const t0 = Date.now();
   // Start the search at a slot that depends on the run, so concurrent runs do not all queue on slot 0.
   const first = [...holder.workflowId].reduce((a, c) => (a * 31 + c.charCodeAt(0)) >>> 0, 7) % n;
+  // A Reset leaves the replaced run's children running (see domain-lock.ts), its slots included,
+  // and a slot it held names this workflow id: only one run of an id runs at a time, so free them.
+  // (patched: the part of a reset run's history that the replaced run wrote replays without it.)
+  if (isResetRun() && patched('vmsnap-slot-release-after-reset')) {
+    for (let k = 0; k < n; k++) {
+      await getExternalWorkflowHandle(slotWorkflowId(kind, scope, k)).signal(releaseLockFor, { workflowId: holder.workflowId }).catch(() => undefined);
+    }
+  }
   for (let round = 0; ; round++) {
     for (let i = 0; i < n; i++) {
       const k = (first + i) % n;
@@ -44,7 +52,13 @@ export async function acquireSlot(
           waitedMs: Date.now() - t0,
           release: () =>
             CancellationScope.nonCancellable(async () => {
-              await child.signal(releaseLock).catch(() => undefined);
+              try {
+                await child.signal(releaseLock);
+              } catch {
+                // After a Reset the slot's parent is the replaced run, so a child-only signal
+                // fails: release it by run id, as the domain lock does.
+                await getExternalWorkflowHandle(child.workflowId, child.firstExecutionRunId).signal(releaseLockFor, { workflowId: holder.workflowId }).catch(() => undefined);
+              }
             }),
         };
       } catch (err) {

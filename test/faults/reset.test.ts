@@ -149,6 +149,23 @@ async function truthful(domain: string, handle: WorkflowHandle, since: number): 
   expect(left).toEqual([]);
   const lock = await client.workflow.getHandle(lockWorkflowId(result.domain.uuid)).describe();
   expect(lock.status.name).not.toBe('RUNNING');
+  // Nor a fleet-limit slot: a Reset leaves the replaced run's slot running; the new run frees it.
+  const heldSlots = async () => {
+    const held: string[] = [];
+    for await (const w of client.workflow.list({ query: `WorkflowId STARTS_WITH "vmsnap-slot-" AND ExecutionStatus = "Running"` })) {
+      // The listing may lag; describe is the truth.
+      if (w.parentExecution?.workflowId !== handle.workflowId) continue;
+      const d = await client.workflow.getHandle(w.workflowId, w.runId).describe();
+      if (d.status.name === 'RUNNING') held.push(`${w.workflowId} (parent run ${w.parentExecution.runId})`);
+    }
+    return held;
+  };
+  let held = await heldSlots();
+  for (let i = 0; i < 10 && held.length; i++) {
+    await sleep(500);
+    held = await heldSlots();
+  }
+  expect(held, 'slots still held').toEqual([]);
   return result;
 }
 
