@@ -26,4 +26,4 @@ export {
 } from './snapshotter';
 export { SnapshotterPool, laneKey, type SnapshotterPoolOptions, type LaneOptions } from './snapshotter-pool';
 export { omapSet, omapRemove, omapList, type OmapTarget, type OmapCliOptions } from './omap-cli';
-export { rbdVersion, addonThreadStats, addonHandleCounts, releaseFreedMemory, addonDrained } from './version';
+export { rbdVersion, addonThreadStats, addonHandleCounts, releaseFreedMemory, addonDrained } from './addon-runtime';

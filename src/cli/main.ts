@@ -1,4 +1,4 @@
-import { addonDrained } from '../ceph/version';
+import { addonDrained } from '../ceph/addon-runtime';
 import { CliError, Exit } from './exit-codes';
 
 type Command = { run(argv: string[]): Promise<number> };

@@ -1,4 +1,4 @@
-import { META } from './types';
+import { IDENTITY_META, META } from './metadata-keys';
 
 /*
  * Who made a thing, by identity rather than by name. A VM deleted and recreated under the same
@@ -13,12 +13,6 @@ export interface RunScope {
   cluster: string;
 }
 
-/** Image metadata keys recording the run's scope and the VM's identity (beside META). */
-export const IDENTITY_META = {
-  domainUuid: 'vmsnap.domain-uuid',
-  namespace: 'vmsnap.temporal-namespace',
-  cluster: 'vmsnap.cluster',
-} as const;
 
 /** The metadata an image made for `domainUuid` in `scope` carries. */
 export function identityMetadata(domainUuid: string, scope: RunScope): Record<string, string> {
@@ -49,3 +43,5 @@ export function sameVm(
   if (recorded !== want.domainUuid) return false;
   return want.scope === undefined || inScope(meta, want.scope);
 }
+
+export { IDENTITY_META } from './metadata-keys';

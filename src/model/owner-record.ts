@@ -9,7 +9,7 @@ import type { RunScope } from './identity';
  */
 
 /** The RADOS object holding the owner records of one pool (namespace) in its omap. */
-export const OWNER_OBJECT = 'vmsnap.snap-owners';
+export { OWNER_OBJECT } from './metadata-keys';
 
 export interface OwnerRecord {
   workflowId: string;

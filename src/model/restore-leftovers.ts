@@ -20,15 +20,11 @@ export type RunStatus =
   | 'RUNNING' | 'COMPLETED' | 'FAILED' | 'CANCELLED' | 'TERMINATED' | 'CONTINUED_AS_NEW' | 'TIMED_OUT'
   | 'NOT_FOUND' | 'UNKNOWN';
 
+export { RESTORE_SCOPE_META } from './metadata-keys';
+import { RESTORE_SCOPE_META } from './metadata-keys';
+
 const ENDED_UNFINISHED: ReadonlySet<RunStatus> = new Set<RunStatus>(['FAILED', 'CANCELLED', 'TERMINATED', 'TIMED_OUT']);
 
-/** Keys recording the scope of the restore that made a disk, and of the one that replaced it. */
-export const RESTORE_SCOPE_META = {
-  namespace: 'vmsnap.restore.temporal-namespace',
-  cluster: 'vmsnap.restore.cluster',
-  replacedNamespace: 'vmsnap.restore.replaced-temporal-namespace',
-  replacedCluster: 'vmsnap.restore.replaced-cluster',
-} as const;
 
 export function restoreScopeMetadata(scope: RunScope): Record<string, string> {
   return { [RESTORE_SCOPE_META.namespace]: scope.namespace, [RESTORE_SCOPE_META.cluster]: scope.cluster };

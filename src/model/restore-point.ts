@@ -9,7 +9,8 @@ import type { RbdLocation } from './types';
  * any one of them is enough to rebuild the VM.
  */
 
-export const RESTORE_POINT_KEY = 'vmsnap.restore-point';
+export { RESTORE_POINT_KEY } from './metadata-keys';
+import { RESTORE_POINT_KEY } from './metadata-keys';
 const VERSION = 1;
 
 export interface RestorePointDisk {
@@ -127,19 +128,8 @@ function toSet(workflowId: string, imgs: CatalogImage[]): ImageSet {
   };
 }
 
-/** Metadata vmsnap writes on the disks a restore creates, and on the disks it replaces. */
-export const RESTORE_META = {
-  /** On a restored disk: the restore workflow that made it (its ownership). */
-  workflowId: 'vmsnap.restore.workflow-id',
-  /** On a restored disk: the image@snap it was cloned from. */
-  from: 'vmsnap.restore.from',
-  /** On a restored disk (in place): the disk it replaces, `pool/image`. */
-  previous: 'vmsnap.restore.previous',
-  flattenStarted: 'vmsnap.restore.flatten-started',
-  /** On a replaced disk: the restore workflow that replaced it, until `vmsnap restore --confirm`. */
-  replacedBy: 'vmsnap.restore.replaced-by',
-  replacedAt: 'vmsnap.restore.replaced-at',
-} as const;
+
+export { RESTORE_META } from './metadata-keys';
 
 export interface RestoreDiskPlan {
   target: string;

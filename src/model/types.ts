@@ -60,24 +60,7 @@ export interface SnapshotPlan {
   clone: boolean;
 }
 
-/** Ownership labels written as RBD image metadata on everything vmsnap creates. */
-export const META = {
-  owner: 'vmsnap.owner',
-  /** pool/name the image was created as; a clone of it inherits the key with the wrong value. */
-  image: 'vmsnap.image',
-  workflowId: 'vmsnap.workflow-id',
-  domain: 'vmsnap.domain',
-  source: 'vmsnap.source',
-  state: 'vmsnap.state',
-  createdAt: 'vmsnap.created-at',
-  quiesced: 'vmsnap.quiesced',
-  /** With quiesced: the freeze the image comes from, so a reset or re-run can report it truthfully. */
-  frozenFilesystems: 'vmsnap.frozen-filesystems',
-  frozenAt: 'vmsnap.frozen-at',
-  quiesceReason: 'vmsnap.quiesce-reason',
-  flattenStarted: 'vmsnap.flatten-started',
-  labelPrefix: 'vmsnap.label.',
-} as const;
+export { META } from './metadata-keys';
 
 export interface FreezeRequest {
   domainUuid: string;

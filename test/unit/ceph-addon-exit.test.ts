@@ -20,10 +20,10 @@ void addonDrained(10000).then((idle) => process.exit(idle ? 0 : 3));
 describe('native addon at process exit', () => {
   it('exits cleanly with calls in flight, every time', () => {
     const nativeModule = path.resolve(__dirname, '../../src/ceph/native.ts');
-    const versionModule = path.resolve(__dirname, '../../src/ceph/version.ts');
+    const runtimeModule = path.resolve(__dirname, '../../src/ceph/addon-runtime.ts');
     const outcomes: string[] = [];
     for (let i = 0; i < 30; i++) {
-      const r = spawnSync(process.execPath, ['--require', require.resolve('tsx/cjs'), '-e', SCRIPT, nativeModule, versionModule], { encoding: 'utf8', timeout: 30_000 });
+      const r = spawnSync(process.execPath, ['--require', require.resolve('tsx/cjs'), '-e', SCRIPT, nativeModule, runtimeModule], { encoding: 'utf8', timeout: 30_000 });
       outcomes.push(r.signal ? `signal ${r.signal}` : `exit ${r.status}`);
     }
     expect(outcomes.filter((o) => o !== 'exit 0'), outcomes.join(', ')).toEqual([]);

@@ -1,3 +1,7 @@
+/**
+ * The addon process-wide: the librbd it loaded, its own threads, native handles still live, freed
+ * heap handed back, and whether any call is still inside Ceph (a process must wait for that).
+ */
 import { native, nativeLoaded } from './native';
 
 /** rbd_version: librbd's version, e.g. "1.16.0" (Ceph 16). Loads the addon. */
