@@ -1,4 +1,5 @@
 import type { Client } from '@temporalio/client';
+import { WorkflowNotFoundError } from '@temporalio/common';
 import { FLEET_REGISTRY_ID, FLEET_TASK_QUEUE, isAlive } from '../model/fleet';
 import { M } from '../host/metrics';
 import type { Metrics } from '../host/metrics';
@@ -86,7 +87,7 @@ export async function terminateRun(client: Client, workflowId: string, reason: s
   try {
     await client.workflow.getHandle(workflowId).terminate(reason);
   } catch (err) {
-    if ((err as Error).name === 'WorkflowNotFoundError') return;
+    if (err instanceof WorkflowNotFoundError) return;
     throw err;
   }
 }

@@ -1,6 +1,7 @@
 import { Client } from '@temporalio/client';
 import type { Connection } from '@temporalio/client';
-import { FLEET_REGISTRY_ID, FLEET_TASK_QUEUE, isAlive } from '../../model/fleet';
+import { FLEET_TASK_QUEUE, isAlive } from '../../model/fleet';
+import { readFleet } from '../../worker/fleet-beat';
 import type { FleetHost } from '../../model/fleet';
 import { temporal } from '@temporalio/proto';
 import type { Config } from '../../config';
@@ -60,7 +61,7 @@ async function checkFleet(conn: Connection, namespace: string): Promise<CheckRes
   let hosts: FleetHost[];
   try {
     const client = new Client({ connection: conn, namespace });
-    hosts = await within(10_000, 'query fleet registry', client.workflow.getHandle(FLEET_REGISTRY_ID).query<FleetHost[]>('fleet'));
+    hosts = await within(10_000, 'query fleet registry', readFleet(client));
   } catch (err) {
     return [warn('fleet', `no fleet registry answer: ${messageOf(err)}`, 'start a vmsnap worker: each one announces its host to the registry workflow vmsnap-fleet')];
   }
