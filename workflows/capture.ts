@@ -26,11 +26,16 @@ export async function captureDisks(plan: SnapshotPlan, input: SnapshotInput, sag
   // Until the freeze call has answered, a freeze may still land in the guest: the thaw that
   // undoes it must also watch for a late one.
   let freezeAnswered = false;
+  // Before the freeze is asked for, nothing of this run can be frozen in the guest: a failure
+  // there (prepareSnapshots) must not thaw, let alone watch a minute for a late freeze.
+  let freezeAsked = false;
   let snapshotTimedOut = false;
 
   if (plan.freeze) {
     saga.addUrgent('thaw', async () => {
-      if (!thawed) await thawUntilDone(input, dom, progress, freezeAnswered ? 0 : input.lateSnapshotWatchMs);
+      if (!thawed && (freezeAsked || !patched(THAW_ONLY_AFTER_FREEZE_ASKED))) {
+        await thawUntilDone(input, dom, progress, freezeAnswered ? 0 : input.lateSnapshotWatchMs);
+      }
       thawed = true;
     });
   }
@@ -48,6 +53,7 @@ export async function captureDisks(plan: SnapshotPlan, input: SnapshotInput, sag
   let reason = plan.noFreezeReason ?? '';
   if (plan.freeze) {
     progress.phase('freeze');
+    freezeAsked = true;
     try {
       freeze = await window.freezeGuest.executeWithOptions({ summary: `freeze ${plan.domain.name}` }, [
         { ...dom, deadlineMs: input.freezeDeadlineMs, owner },
@@ -146,6 +152,8 @@ async function thawUntilDone(
 }
 
 const FOLLOWS_MIGRATION = 'vmsnap-thaw-follows-migration';
+/** Histories from before it thawed (and watched 60 s) after a failure ahead of the freeze. */
+const THAW_ONLY_AFTER_FREEZE_ASKED = 'vmsnap-thaw-only-after-freeze-asked';
 
 /**
  * This host says the domain is gone: it may run frozen on another host (a live migration carries

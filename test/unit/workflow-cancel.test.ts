@@ -20,7 +20,7 @@ const cases: { step: Step; undone: Step[]; lock: string }[] = [
   { step: 'inspectDomain', undone: [], lock: 'none' },
   { step: 'checkTargets', undone: [], lock: 'COMPLETED' },
   { step: 'endPredecessorFreeze', undone: [], lock: 'COMPLETED' },
-  { step: 'prepareSnapshots', undone: ['thawGuest', 'removeSourceSnaps'], lock: 'COMPLETED' },
+  { step: 'prepareSnapshots', undone: ['removeSourceSnaps'], lock: 'COMPLETED' },
   { step: 'freezeGuest', undone: ['thawGuest', 'removeSourceSnaps'], lock: 'COMPLETED' },
   { step: 'snapshotDisks', undone: ['thawGuest', 'removeSourceSnaps'], lock: 'COMPLETED' },
   { step: 'thawGuest', undone: ['thawGuest', 'removeSourceSnaps'], lock: 'COMPLETED' },

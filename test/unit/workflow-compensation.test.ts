@@ -24,11 +24,12 @@ const fails = (type: string) => async (): Promise<never> => {
 };
 
 // Undo steps are registered before the step they undo: the thaw (urgent, first) and the source
-// snapshots before prepare, the images once the freeze window is over.
+// snapshots before prepare, the images once the freeze window is over. The thaw acts only once the
+// freeze has been asked for: before that, nothing of the run's can be frozen.
 const cases: { step: Step; undone: Step[]; type?: string }[] = [
   { step: 'checkTargets', undone: [] },
   { step: 'endPredecessorFreeze', undone: [] },
-  { step: 'prepareSnapshots', undone: ['thawGuest', 'removeSourceSnaps'] },
+  { step: 'prepareSnapshots', undone: ['removeSourceSnaps'] },
   // quiesce require reports any freeze error as FreezeFailed.
   { step: 'freezeGuest', undone: ['thawGuest', 'removeSourceSnaps'], type: FailureType.FreezeFailed },
   { step: 'snapshotDisks', undone: ['thawGuest', 'removeSourceSnaps'] },
@@ -48,11 +49,17 @@ describe.concurrent('compensation after a failed step', () => {
     expect(await laneOf().lockState(h)).toBe('COMPLETED');
   });
 
-  it('the thaw compensation of a run that never froze only looks (late-freeze watch), it thaws nothing', async () => {
+  it('a run that failed before asking for the freeze neither thaws nor watches for a late freeze', async () => {
     const h = oneDiskHost().script('prepareSnapshots', fails('PrepareFailed'));
     await failureOf((await laneOf().start(h, { quiesce: 'require', lateSnapshotWatchMs: 777 })).result());
     expect(h.steps()).not.toContain('freezeGuest');
-    expect(h.callsOf('thawGuest')).toEqual([expect.objectContaining({ thawedBy: 'compensation', lateFreezeWatchMs: 777 })]);
+    expect(h.callsOf('thawGuest')).toEqual([]);
+  });
+
+  it('a freeze that failed unanswered is thawed with a late-freeze watch', async () => {
+    const h = oneDiskHost().script('freezeGuest', fails('FreezeTimedOut'));
+    await failureOf((await laneOf().start(h, { quiesce: 'require', lateSnapshotWatchMs: 777 })).result());
+    expect(h.callsOf('thawGuest')).toEqual([expect.objectContaining({ lateFreezeWatchMs: 777 })]);
   });
 
   it('a failing undo step does not stop the next one, and is not swallowed', async () => {
