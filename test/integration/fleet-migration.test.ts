@@ -206,6 +206,13 @@ describe('migrations at chosen points of a run', () => {
       await migrate(g1, 'b');
       result = (await handle.result()) as SnapshotResult;
       await expectPromisesKept(g1, result, from, Date.now());
+      // The freeze on A died with the move ("agent disappeared") and the run followed the VM. On
+      // B the guest's freeze hook still sleeps 3 s, past the 3 s agent timeout: that freeze times
+      // out too, and the run says so (quiesced:false, checked truthful above) rather than wait.
+      expect(result.host).toBe(hosts.b.name);
+      expect(result.relocations?.length).toBe(1);
+      expect(result.quiesced).toBe(false);
+      expect(result.quiesceReason).toMatch(/freeze failed: .*not available for now/);
       // Host A forgot the freeze only once it was proven thawed where the guest runs.
       expect(await hA.hw.deps.guard.entries()).toEqual([]);
     } finally {
