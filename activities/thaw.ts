@@ -70,6 +70,7 @@ export function thawGuest(deps: ActivityDeps) {
       returnedAt,
       startedMono,
       returnedMono,
+      ...(r.outcome === 'thawed' ? { thawedAt: r.thawedAt } : {}),
       ...(guardFiredAt ? { guardFiredAt } : {}),
       ...(r.outcome === 'gone' ? { domainGone: true } : {}),
     };

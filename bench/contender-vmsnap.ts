@@ -82,9 +82,10 @@ export async function windowFromHistory(client: Client, workflowId: string): Pro
     } catch {
       continue;
     }
-    const v = value as { frozenFilesystems?: number; thawedFilesystems?: number; perDiskMs?: object; startedAt?: number; returnedAt?: number };
+    const v = value as { frozenFilesystems?: number; thawedFilesystems?: number; perDiskMs?: object; startedAt?: number; returnedAt?: number; thawedAt?: number };
     if (!v?.startedAt || !v.returnedAt) continue;
-    const call = { startedAt: v.startedAt, returnedAt: v.returnedAt };
+    // As the result's window (src/model/snapshot-result.ts): the thaw ends at the thaw call's return.
+    const call = { startedAt: v.startedAt, returnedAt: v.thawedAt ?? v.returnedAt };
     if (typeof v.frozenFilesystems === 'number') freeze ??= call;
     if (v.perDiskMs && freeze) snap ??= call;
     if (typeof v.thawedFilesystems === 'number' && snap) thaw ??= call;

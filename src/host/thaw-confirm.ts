@@ -1,4 +1,5 @@
 import { isInvalidState, isNoDomain } from '../libvirt';
+import { nowMs } from './clock';
 import type { LibvirtClient } from '../libvirt';
 
 /**
@@ -14,7 +15,17 @@ import type { LibvirtClient } from '../libvirt';
  * caller keeps its journal entry on anything else (libvirtd unreachable, agent hung).
  */
 export type ThawOutcome =
-  | { outcome: 'thawed'; thawedFilesystems: number; /** the guest was frozen when we looked */ wasFrozen: boolean }
+  | {
+      outcome: 'thawed';
+      thawedFilesystems: number;
+      /** the guest was frozen when we looked */
+      wasFrozen: boolean;
+      /**
+       * When the guest was thawed (wall ms): the return of the thaw call that thawed it, or the
+       * status that found it thawed after a thaw call that failed. The proof comes after it.
+       */
+      thawedAt: number;
+    }
   | { outcome: 'gone'; reason: string };
 
 export async function thawAndConfirm(lv: LibvirtClient, domainUuid: string, agentTimeoutSec: number): Promise<ThawOutcome> {
@@ -28,16 +39,20 @@ export async function thawAndConfirm(lv: LibvirtClient, domainUuid: string, agen
   const callOpts = { timeoutMs: agentTimeoutSec * 1000 + 2000 };
   let thawedFilesystems = 0;
   let firstError: unknown;
+  let thawedAt: number | undefined;
   try {
     thawedFilesystems = await lv.fsThaw(dom, undefined, callOpts);
+    thawedAt = nowMs();
   } catch (err) {
     firstError = err;
   }
   let status: 'thawed' | 'frozen';
   try {
     status = await lv.fsFreezeStatus(dom, agentTimeoutSec, callOpts);
+    thawedAt ??= nowMs();
     if (status === 'frozen') {
       thawedFilesystems += await lv.fsThaw(dom, undefined, callOpts);
+      thawedAt = nowMs();
       status = await lv.fsFreezeStatus(dom, agentTimeoutSec, callOpts);
     }
   } catch (err) {
@@ -48,7 +63,7 @@ export async function thawAndConfirm(lv: LibvirtClient, domainUuid: string, agen
   if (status !== 'thawed') {
     throw new ThawNotConfirmedError(`${dom.name} is still ${status} after two thaws`, firstError);
   }
-  return { outcome: 'thawed', thawedFilesystems, wasFrozen: thawedFilesystems > 0 };
+  return { outcome: 'thawed', thawedFilesystems, wasFrozen: thawedFilesystems > 0, thawedAt };
 }
 
 /** A thaw whose effect could not be proven; the caller must keep trying (and keep its journal). */

@@ -40,7 +40,8 @@ function windowCalls(c: Capture) {
   return windowBreakdown([
     ...(c.freeze ? [['freeze', c.freeze] as const] : []),
     ['snapshot', c.snapshot] as const,
-    ...(c.thaw ? [['thaw', c.thaw] as const] : []),
+    // The thaw ends the window when the guest is thawed, not when the status proof is back.
+    ...(c.thaw ? [['thaw', { startedAt: c.thaw.startedAt, returnedAt: c.thaw.thawedAt ?? c.thaw.returnedAt }] as const] : []),
   ]);
 }
 

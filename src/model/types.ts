@@ -121,6 +121,12 @@ export interface ThawResult {
   returnedAt: number;
   startedMono?: number;
   returnedMono?: number;
+  /**
+   * When the guest was thawed (wall ms, as startedAt): the thaw call's return, before the
+   * guest-fsfreeze-status that proves it. The freeze window ends here; histories from before it
+   * was recorded end the window at returnedAt.
+   */
+  thawedAt?: number;
   /** The domain was gone (or shut off) when the thaw ran: nothing left to thaw. */
   domainGone?: boolean;
   /** Set when the host guard thawed the guest before this call: the freeze outlived its deadline. */

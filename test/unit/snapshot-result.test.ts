@@ -37,6 +37,11 @@ describe('the freeze window in the result', () => {
     expect(windowSteps(frozen)).toEqual({ freeze: 5.1, snapshot: 10.4, thaw: 3.1 });
   });
 
+  it('the window ends when the thaw call returned, not when the status proof came back', () => {
+    const proven = { ...frozen, thaw: { ...frozen.thaw!, thawedAt: 1_750_000_000_018.5, returnedAt: 1_750_000_000_030 } };
+    expect(freezeWindow(proven)).toEqual({ freezeWindowMs: 18.3, freezeBreakdownMs: { freeze: 5.1, snapshot: 10.4, thaw: 1.5, gaps: 1.3 } });
+  });
+
   it('nothing frozen: no window, only the snapshot step', () => {
     expect(freezeWindow(crashConsistent)).toEqual({ freezeWindowMs: null, freezeBreakdownMs: undefined });
     expect(windowSteps(crashConsistent)).toEqual({ snapshot: 12 });

@@ -98,7 +98,7 @@ function entry(over: Partial<JournalEntry> = {}): JournalEntry {
 describe('thawAndConfirm', () => {
   it('thaws, then proves by status; returns the count', async () => {
     const { lv, calls } = fakeLibvirt({ frozen: 2 });
-    expect(await thawAndConfirm(lv, UUID, 1)).toEqual({ outcome: 'thawed', thawedFilesystems: 2, wasFrozen: true });
+    expect(await thawAndConfirm(lv, UUID, 1)).toEqual({ outcome: 'thawed', thawedFilesystems: 2, wasFrozen: true, thawedAt: expect.any(Number) });
     expect(calls).toEqual(['lookup', 'thaw', 'status']);
   });
   it('a failed first thaw is retried when the status still says frozen', async () => {
