@@ -8,14 +8,25 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { startHarness, uniqueId } from '../test/helpers/harness';
+import type { Harness } from '../test/helpers/harness';
+import { FLEET_REGISTRY_ID, FLEET_TASK_QUEUE } from '../src/model/fleet';
+import { readFleet } from '../src/worker/fleet-beat';
 import { recordHistory, HISTORY_DIR } from '../test/helpers/histories';
 import { CephView } from '../test/helpers/ceph-inspect';
 import type { SnapshotResult } from '../src/model/types';
 
-const CASES: Record<string, (v: Record<string, string>) => { name: string; input: Record<string, unknown> }> = {
+interface Case {
+  name: string;
+  input: Record<string, unknown>;
+  /** Started by VM name on the fleet queue: the router's history, its child's and the registry's are saved too. */
+  fleet?: boolean;
+}
+
+const CASES: Record<string, (v: Record<string, string>) => Case> = {
   noagent: (v) => ({ name: 'prefer-noagent', input: { domain: v.VMSNAP_GUEST_NOAGENT } }),
   g1: (v) => ({ name: 'happy-1disk', input: { domain: v.VMSNAP_GUEST_1DISK, quiesce: 'require', verify: true } }),
   g3: (v) => ({ name: 'happy-3disk', input: { domain: v.VMSNAP_GUEST_3DISK, quiesce: 'require', verify: true } }),
+  fleet: (v) => ({ name: 'fleet', input: { domain: v.VMSNAP_GUEST_1DISK, quiesce: 'require' }, fleet: true }),
 };
 
 async function main(): Promise<void> {
@@ -28,19 +39,38 @@ async function main(): Promise<void> {
   if (unknown.length) throw new Error(`unknown case(s): ${unknown.join(', ')}`);
   if (existsSync(path.join(HISTORY_DIR, set))) throw new Error(`set ${set} exists: a released set is never rewritten; pick a new name`);
   const which = rest.length ? rest : Object.keys(CASES);
-  const h = await startHarness();
+  const h = await startHarness({ config: { fleetBeatMs: 1000 } });
   const ceph = new CephView(h.vars);
   try {
     for (const key of which) {
-      const { name, input } = CASES[key](h.vars);
+      const { name, input, fleet } = CASES[key](h.vars);
       const id = uniqueId(name);
-      const result: SnapshotResult = await h.client.workflow.execute('consistentSnapshot', { taskQueue: h.hw.taskQueue, workflowId: id, args: [input] });
-      await recordHistory(h.client, id, set, name);
+      if (fleet) await untilInRegistry(h, String(input.domain));
+      const taskQueue = fleet ? FLEET_TASK_QUEUE : h.hw.taskQueue;
+      const result: SnapshotResult = await h.client.workflow.execute('consistentSnapshot', { taskQueue, workflowId: id, args: [input] });
+      if (fleet) {
+        await recordHistory(h.client, id, set, `${name}-router`);
+        await recordHistory(h.client, `${id}.on.${result.host}`, set, `${name}-child`);
+        // Running (it continues as new): an open history replays as far as it goes.
+        await recordHistory(h.client, FLEET_REGISTRY_ID, set, `${name}-registry`);
+      } else {
+        await recordHistory(h.client, id, set, name);
+      }
       await ceph.removeResultImages(result);
       console.log(`recorded ${name} (${id}), quiesced=${result.quiesced}`);
     }
   } finally {
     await h.stop();
+  }
+}
+
+async function untilInRegistry(h: Harness, domain: string): Promise<void> {
+  const end = Date.now() + 30_000;
+  for (;;) {
+    const hosts = await readFleet(h.client).catch(() => []);
+    if (hosts.some((x) => x.host === h.config.host && x.domains.some((d) => d.name === domain))) return;
+    if (Date.now() > end) throw new Error(`the fleet registry does not list ${domain} on ${h.config.host}`);
+    await new Promise((r) => setTimeout(r, 250));
   }
 }
 
