@@ -7,7 +7,7 @@ import { CliError, run } from '../../support/lab/cli-tools';
 import { labHostWorkerEnv, loadLabEnv } from '../../support/lab/env';
 import type { LabHostEnv } from '../../support/lab/env';
 import { longestGap, readTicks } from '../../support/lab/probe';
-import { FLEET_REGISTRY_ID, FLEET_TASK_QUEUE } from '../../src/model/fleet';
+import { FLEET_REGISTRY_ID, FLEET_TASK_QUEUE, isAlive } from '../../src/model/fleet';
 import type { FleetHost } from '../../src/model/fleet';
 import type { SnapshotResult } from '../../src/model/types';
 import { progressQuery } from '../../workflows/progress';
@@ -329,6 +329,36 @@ describe('a host that disappears', () => {
       for (const n of (await ceph.images('images')).filter((x) => x.startsWith(g4))) {
         if ((await ceph.meta('images', n))['vmsnap.workflow-id'] === id) await ceph.removeImage('images', n);
       }
+    }
+  }, 240_000);
+
+  it('with its worker dead, its VM restarted on host A: the schedule by VM name keeps running there', async () => {
+    // The previous cell left host B without a worker (lost to the fleet after 3 missed beats);
+    // the VM is brought up on A, as an operator evacuating a dead host would.
+    await until('host B lost to the fleet', async () => ((await fleet()).some((h) => h.host === hosts.b.name && !isAlive(h, Date.now())) ? true : undefined), 30_000);
+    await migrate(g4, 'a');
+    const id = uniqueId('fm-evac');
+    const r = await vmsnapCli(['schedule', 'create', id, '--domain', g4, '--every', '20s', '--quiesce', 'require', '--json'], cliEnv(vars));
+    expect(r.code, r.stderr).toBe(0);
+    let result: SnapshotResult | undefined;
+    try {
+      const ended = await until('a scheduled run to end', async () => {
+        for await (const w of client.workflow.list({ query: `WorkflowId STARTS_WITH "${runIdPrefix(id)}" AND WorkflowType = "consistentSnapshot"` })) {
+          if (!w.workflowId.includes('.on.') && w.status.name !== 'RUNNING') return w;
+        }
+        return undefined;
+      }, 90_000);
+      await client.schedule.getHandle(id).pause('test done');
+      // A run that failed is a broken promise here, not something to wait out.
+      expect(ended.status.name, ended.workflowId).toBe('COMPLETED');
+      result = (await client.workflow.getHandle(ended.workflowId).result()) as SnapshotResult;
+      expect(result.host).toBe(hosts.a.name);
+      expect(result.quiesced).toBe(true);
+      expect(await quiescedTruthViolations(vars, result)).toEqual([]);
+    } finally {
+      await client.schedule.getHandle(id).delete().catch(() => undefined);
+      await ceph.removeResultImages(result);
+      await home(g4, 'b');
     }
   }, 240_000);
 });
