@@ -3,7 +3,7 @@ import { inspectDomain } from './inspect';
 import { checkTargets } from './targets';
 import { freezeGuest } from './freeze';
 import { snapshotDisks } from './snapshot';
-import { forgetFreeze, thawGuest } from './thaw';
+import { forgetFreeze, thawArrivedGuest, thawGuest } from './thaw';
 import { domainPresence, fleetHosts, terminateLostRun } from './fleet';
 import { cloneDisk } from './clone';
 import { flattenDisk } from './flatten';
@@ -31,6 +31,7 @@ export function createActivities(deps: ActivityDeps) {
     freezeGuest: freezeGuest(deps),
     snapshotDisks: snapshotDisks(deps),
     thawGuest: thawGuest(deps),
+    thawArrivedGuest: thawArrivedGuest(deps),
     forgetFreeze: forgetFreeze(deps),
     domainPresence: domainPresence(deps),
     fleetHosts: fleetHosts(deps),

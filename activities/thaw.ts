@@ -17,63 +17,89 @@ import { during } from './step-error';
  */
 export function thawGuest(deps: ActivityDeps) {
   return async function thawGuest(req: ThawRequest): Promise<ThawResult> {
-    if (req.thawedBy === 'handoff' && (await deps.guard.read(req.domainUuid))) {
-      // This host froze the guest itself since it arrived: that window is its run's to end.
-      const t = nowMs();
-      deps.log.warn('hand-off thaw skipped: this host holds its own freeze of the domain', { domain: req.domainName, owner: req.owner });
-      return { thawedFilesystems: 0, startedAt: t, returnedAt: t, skippedForLocalFreeze: true };
-    }
-    const lv = await deps.libvirt();
-    const startedAt = nowMs();
-    const startedMono = monoMs();
-    // Retryable always: the retry policy (and, past it, escalation) is the workflow's decision.
-    const r: ThawOutcome = await during(`thaw ${req.domainName} (attempt ${attempt()})`, () => thawAndConfirm(lv, req.domainUuid, req.agentTimeoutSec), {
-      type: FailureType.ThawFailed,
-      nonRetryable: false,
-    });
-    const returnedAt = nowMs();
-    const returnedMono = monoMs();
-    const journaled = await deps.guard.read(req.domainUuid);
-    const { guardFiredAt } = await deps.guard.release(req.domainUuid);
-    if (journaled && r.outcome === 'thawed') {
-      const warning = await restoreAgentTimeout(lv, journaled);
-      if (warning) deps.log.warn(warning, { domain: req.domainName });
-    }
-    if (r.outcome === 'gone') {
-      // Gone from this host is not thawed: a live migration carries a frozen guest along. The
-      // entry stays (guard stopped) until the run's hand-off proves the thaw elsewhere and calls
-      // forgetFreeze, or, past the deadline, the sweeper hands it off itself.
-    } else if (req.lateFreezeWatchMs && r.outcome === 'thawed') {
-      await deps.guard.watch(
-        { domainUuid: req.domainUuid, domainName: req.domainName, owner: req.owner ?? workflowIdOrNone() ?? 'unknown', agentTimeoutSec: req.agentTimeoutSec },
-        req.lateFreezeWatchMs,
-      );
-    } else {
-      await deps.guard.clear(req.domainUuid);
-    }
-    if (journaled?.mode === 'window' && r.outcome !== 'gone') deps.metrics.add(M.frozenGuests, -1);
-    const thawedFilesystems = r.outcome === 'thawed' ? r.thawedFilesystems : 0;
-    const layer = guardFiredAt ? 'guard' : req.thawedBy;
-    deps.metrics.inc(M.thaws, { layer });
-    deps.log.info('guest thawed', {
-      workflowId: workflowIdOrNone(),
-      domain: req.domainName,
-      layer,
-      thawedFilesystems,
-      guardFiredAt,
-      ...(r.outcome === 'gone' ? { gone: r.reason } : {}),
-      ...(req.lateFreezeWatchMs ? { lateFreezeWatchMs: req.lateFreezeWatchMs } : {}),
-    });
-    return {
-      thawedFilesystems,
-      startedAt,
-      returnedAt,
-      startedMono,
-      returnedMono,
-      ...(r.outcome === 'thawed' ? { thawedAt: r.thawedAt } : {}),
-      ...(guardFiredAt ? { guardFiredAt } : {}),
-      ...(r.outcome === 'gone' ? { domainGone: true } : {}),
-    };
+    // Hand-off thaws still arrive as thawGuest: from thawWherever histories recorded without the
+    // 'vmsnap-handoff-activity' patch, and from the fallback for a host on an older release. Keep
+    // this until every worker runs a release with thawArrivedGuest and no thawWherever begun before
+    // that is open (`vmsnap-handoff-*` time out after 5 min; a run's `.handoff.` child ends with its
+    // run); then the workflow's fallback and this line go together, and the patch is deprecated.
+    if (req.thawedBy === 'handoff') return thawArrived(deps, req);
+    return thawHere(deps, req);
+  };
+}
+
+export type ArrivedThawRequest = Omit<ThawRequest, 'thawedBy' | 'lateFreezeWatchMs'>;
+
+/**
+ * The hand-off's thaw (workflows/thaw-wherever.ts), on the host a frozen guest migrated to: the
+ * run's thaw with layer `handoff` — unless this host has frozen the guest itself since it arrived.
+ */
+export function thawArrivedGuest(deps: ActivityDeps) {
+  return async function thawArrivedGuest(req: ArrivedThawRequest): Promise<ThawResult> {
+    return thawArrived(deps, { ...req, thawedBy: 'handoff' });
+  };
+}
+
+async function thawArrived(deps: ActivityDeps, req: ThawRequest): Promise<ThawResult> {
+  if (await deps.guard.read(req.domainUuid)) {
+    // That window is this host's own run's to end; thawing here would cut its snapshot short.
+    const t = nowMs();
+    deps.log.warn('hand-off thaw skipped: this host holds its own freeze of the domain', { domain: req.domainName, owner: req.owner });
+    return { thawedFilesystems: 0, startedAt: t, returnedAt: t, skippedForLocalFreeze: true };
+  }
+  return thawHere(deps, req);
+}
+
+async function thawHere(deps: ActivityDeps, req: ThawRequest): Promise<ThawResult> {
+  const lv = await deps.libvirt();
+  const startedAt = nowMs();
+  const startedMono = monoMs();
+  // Retryable always: the retry policy (and, past it, escalation) is the workflow's decision.
+  const r: ThawOutcome = await during(`thaw ${req.domainName} (attempt ${attempt()})`, () => thawAndConfirm(lv, req.domainUuid, req.agentTimeoutSec), {
+    type: FailureType.ThawFailed,
+    nonRetryable: false,
+  });
+  const returnedAt = nowMs();
+  const returnedMono = monoMs();
+  const journaled = await deps.guard.read(req.domainUuid);
+  const { guardFiredAt } = await deps.guard.release(req.domainUuid);
+  if (journaled && r.outcome === 'thawed') {
+    const warning = await restoreAgentTimeout(lv, journaled);
+    if (warning) deps.log.warn(warning, { domain: req.domainName });
+  }
+  if (r.outcome === 'gone') {
+    // Gone from this host is not thawed: a live migration carries a frozen guest along. The
+    // entry stays (guard stopped) until the run's hand-off proves the thaw elsewhere and calls
+    // forgetFreeze, or, past the deadline, the sweeper hands it off itself.
+  } else if (req.lateFreezeWatchMs && r.outcome === 'thawed') {
+    await deps.guard.watch(
+      { domainUuid: req.domainUuid, domainName: req.domainName, owner: req.owner ?? workflowIdOrNone() ?? 'unknown', agentTimeoutSec: req.agentTimeoutSec },
+      req.lateFreezeWatchMs,
+    );
+  } else {
+    await deps.guard.clear(req.domainUuid);
+  }
+  if (journaled?.mode === 'window' && r.outcome !== 'gone') deps.metrics.add(M.frozenGuests, -1);
+  const thawedFilesystems = r.outcome === 'thawed' ? r.thawedFilesystems : 0;
+  const layer = guardFiredAt ? 'guard' : req.thawedBy;
+  deps.metrics.inc(M.thaws, { layer });
+  deps.log.info('guest thawed', {
+    workflowId: workflowIdOrNone(),
+    domain: req.domainName,
+    layer,
+    thawedFilesystems,
+    guardFiredAt,
+    ...(r.outcome === 'gone' ? { gone: r.reason } : {}),
+    ...(req.lateFreezeWatchMs ? { lateFreezeWatchMs: req.lateFreezeWatchMs } : {}),
+  });
+  return {
+    thawedFilesystems,
+    startedAt,
+    returnedAt,
+    startedMono,
+    returnedMono,
+    ...(r.outcome === 'thawed' ? { thawedAt: r.thawedAt } : {}),
+    ...(guardFiredAt ? { guardFiredAt } : {}),
+    ...(r.outcome === 'gone' ? { domainGone: true } : {}),
   };
 }
 

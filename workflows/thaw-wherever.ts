@@ -1,5 +1,6 @@
-import { ApplicationFailure } from '@temporalio/common';
-import { proxyActivities, sleep } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
+import type { ActivityOptions } from '@temporalio/common';
+import { patched, proxyActivities, sleep } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { FailureType } from '../src/model/failures';
 import type { ThawResult } from '../src/model/types';
@@ -23,13 +24,34 @@ export type ThawWhereverResult =
   | { outcome: 'not-running'; message: string };
 
 /** The thaw on the host that runs the guest now: retried by the server until it answers. */
-const thawOn = (taskQueue: string, agentTimeoutSec: number) =>
+const thawOn = (taskQueue: string, agentTimeoutSec: number, retry: ActivityOptions['retry'] = {}) =>
   proxyActivities<Activities>({
     taskQueue,
     startToCloseTimeout: agentTimeoutSec * 1000 + 10_000,
     scheduleToCloseTimeout: '2m',
-    retry: { initialInterval: '200ms', maximumInterval: '2s', backoffCoefficient: 2 },
+    retry: { initialInterval: '200ms', maximumInterval: '2s', backoffCoefficient: 2, ...retry },
   });
+
+/** Histories recorded without this marker scheduled the hand-off thaw as thawGuest (layer `handoff`). */
+const HANDOFF_ACTIVITY = 'vmsnap-handoff-activity';
+
+/** The SDK's answer when the polling worker has no such activity (a release from before it). */
+const NOT_REGISTERED = 'NotFoundError';
+
+async function thawThere(req: ThawWhereverRequest, at: { host: string; taskQueue: string }): Promise<ThawResult> {
+  const summary = { summary: `thaw ${req.domainName} on ${at.host} (moved from ${req.fromHost})` };
+  const arrived = { domainUuid: req.domainUuid, domainName: req.domainName, agentTimeoutSec: req.agentTimeoutSec, ...(req.owner ? { owner: req.owner } : {}) };
+  if (patched(HANDOFF_ACTIVITY)) {
+    try {
+      // Not retried when unknown there: a frozen guest must not wait 2 minutes for a host's upgrade.
+      return await thawOn(at.taskQueue, req.agentTimeoutSec, { nonRetryableErrorTypes: [NOT_REGISTERED] }).thawArrivedGuest.executeWithOptions(summary, [arrived]);
+    } catch (err) {
+      if (!(err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === NOT_REGISTERED)) throw err;
+    }
+  }
+  // An old release's thawGuest makes the same check for layer `handoff`.
+  return thawOn(at.taskQueue, req.agentTimeoutSec).thawGuest.executeWithOptions(summary, [{ ...arrived, thawedBy: 'handoff' }]);
+}
 
 /**
  * Thaws a guest vmsnap froze on one host and that now runs on another (a live migration carries
@@ -44,9 +66,7 @@ export async function thawWherever(req: ThawWhereverRequest): Promise<ThawWherev
   for (let pause = 250; ; pause = Math.min(pause * 2, 2000)) {
     const at = await locate(req.domainUuid);
     if (at.ok) {
-      const thaw = await thawOn(at.taskQueue, req.agentTimeoutSec).thawGuest.executeWithOptions({ summary: `thaw ${req.domainName} on ${at.host} (moved from ${req.fromHost})` }, [
-        { domainUuid: req.domainUuid, domainName: req.domainName, agentTimeoutSec: req.agentTimeoutSec, thawedBy: 'handoff', ...(req.owner ? { owner: req.owner } : {}) },
-      ]);
+      const thaw = await thawThere(req, at);
       // Shut off or gone there too between the lookup and the thaw: look again.
       if (!thaw.domainGone) return { outcome: 'thawed', host: at.host, thaw };
     } else if (Date.now() >= searchUntil) {

@@ -12,11 +12,51 @@ const key = (name: string, labels: Labels) =>
 
 const BUCKETS_MS = [25, 50, 100, 150, 200, 300, 500, 750, 1000, 2000, 5000, 10000, 30000];
 
+/**
+ * Gauges whose truth lives elsewhere (the fleet registry), read when /metrics is scraped rather
+ * than on a timer of the worker's own: as fresh as the scrape, and no reads while nobody looks.
+ */
+export interface ScrapeSource<T> {
+  /** Should stop when `signal` aborts; a scrape stops waiting for it then either way. */
+  read(signal: AbortSignal): Promise<T>;
+  publish(metrics: Metrics, value: T): void;
+  /** The read failed or did not answer in time: what the source's gauges say instead. */
+  unavailable(metrics: Metrics, err: unknown): void;
+}
+
 export class Metrics {
   private counters = new Map<string, number>();
   private gauges = new Map<string, number>();
   private hists = new Map<string, { buckets: number[]; sum: number; count: number }>();
   private help = new Map<string, [string, string]>();
+  private sources: ((signal: AbortSignal, gaveUp: Promise<never>) => Promise<void>)[] = [];
+
+  onScrape<T>(source: ScrapeSource<T>): void {
+    this.sources.push(async (signal, gaveUp) => {
+      try {
+        source.publish(this, await Promise.race([source.read(signal), gaveUp]));
+      } catch (err) {
+        source.unavailable(this, err);
+      }
+    });
+  }
+
+  /**
+   * Refreshes every scrape source, all bounded by `timeoutMs`: a scrape must answer even when a
+   * source hangs (Temporal unreachable), or the worker's own series go missing with it.
+   */
+  async collect(timeoutMs: number): Promise<void> {
+    const ac = new AbortController();
+    const gaveUp = new Promise<never>((_, reject) => ac.signal.addEventListener('abort', () => reject(ac.signal.reason as Error)));
+    // Only the races observe it, and with no source there is none.
+    gaveUp.catch(() => undefined);
+    const timer = setTimeout(() => ac.abort(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    try {
+      await Promise.all(this.sources.map((s) => s(ac.signal, gaveUp)));
+    } finally {
+      clearTimeout(timer);
+    }
+  }
 
   inc(name: string, labels: Labels = {}, by = 1): void {
     this.describe(name, 'counter');
@@ -82,8 +122,10 @@ export const M = {
   snapshotMs: 'vmsnap_snapshot_ms',
   flattenMs: 'vmsnap_flatten_ms',
   failures: 'vmsnap_failures_total',
-  /** The fleet as the registry saw it at this worker's last beat (every host, not only this one). */
+  /** The fleet as the registry says it is at this scrape (every host, not only this one). */
   fleetHostAlive: 'vmsnap_fleet_host_alive',
   fleetHostLastSeen: 'vmsnap_fleet_host_last_seen_seconds',
   fleetVm: 'vmsnap_fleet_vm',
+  /** 0: this worker could not read the registry at this scrape, and shows no fleet series. */
+  fleetRegistryUp: 'vmsnap_fleet_registry_up',
 } as const;

@@ -1,11 +1,10 @@
 import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
-import { FLEET_REGISTRY_ID, FLEET_TASK_QUEUE, isAlive } from '../model/fleet';
-import { M } from '../host/metrics';
-import type { Metrics } from '../host/metrics';
+import { FLEET_REGISTRY_ID, FLEET_TASK_QUEUE } from '../model/fleet';
 import type { FleetHost, HostBeat } from '../model/fleet';
 import type { LibvirtClient } from '../libvirt';
 import type { Logger } from './logger';
+import { Periodic } from './periodic';
 
 /**
  * Announces this host to the fleet registry every `intervalMs`: its task queue and the VMs it
@@ -14,8 +13,7 @@ import type { Logger } from './logger';
  * makes the host lost to the fleet, which is the truth when it cannot reach Temporal.
  */
 export class FleetBeat {
-  private timer?: NodeJS.Timeout;
-  private sending = false;
+  private readonly loop: Periodic<void>;
 
   constructor(
     private readonly client: Client,
@@ -23,18 +21,17 @@ export class FleetBeat {
     private readonly libvirt: () => Promise<LibvirtClient>,
     private readonly intervalMs: number,
     private readonly log: Logger,
-    private readonly metrics?: Metrics,
-  ) {}
+  ) {
+    this.loop = new Periodic(intervalMs, () => this.send(), (err) => this.log.warn('fleet heartbeat failed; retrying next interval', { error: String(err) }));
+  }
 
+  /** Beats at once: a host that just started is placeable without waiting one interval. */
   start(): void {
-    void this.beat();
-    this.timer ??= setInterval(() => void this.beat(), this.intervalMs);
-    this.timer.unref();
+    this.loop.start({ now: true });
   }
 
   stop(): void {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = undefined;
+    this.loop.stop();
   }
 
   /** Takes this host out of the registry (clean shutdown). Never throws: a crash cannot call it either. */
@@ -46,38 +43,21 @@ export class FleetBeat {
       .catch((err: unknown) => this.log.warn('could not leave the fleet registry', { error: String(err) }));
   }
 
-  /** Never throws. */
-  async beat(): Promise<void> {
-    if (this.sending) return;
-    this.sending = true;
-    try {
-      const lv = await this.libvirt();
-      const domains = (await lv.listDomains()).map((d) => ({ name: d.name, uuid: d.uuid }));
-      const beat: HostBeat = { ...this.self, sentAt: Date.now(), intervalMs: this.intervalMs, domains };
-      await this.client.workflow.signalWithStart('fleetRegistry', {
-        workflowId: FLEET_REGISTRY_ID,
-        taskQueue: FLEET_TASK_QUEUE,
-        args: [{}],
-        signal: 'hostBeat',
-        signalArgs: [beat],
-      });
-      if (this.metrics) publishFleet(this.metrics, await readFleet(this.client), Date.now());
-    } catch (err) {
-      this.log.warn('fleet heartbeat failed; retrying next interval', { error: String(err) });
-    } finally {
-      this.sending = false;
-    }
+  private async send(): Promise<void> {
+    const lv = await this.libvirt();
+    const domains = (await lv.listDomains()).map((d) => ({ name: d.name, uuid: d.uuid }));
+    const beat: HostBeat = { ...this.self, sentAt: Date.now(), intervalMs: this.intervalMs, domains };
+    await this.client.workflow.signalWithStart('fleetRegistry', {
+      workflowId: FLEET_REGISTRY_ID,
+      taskQueue: FLEET_TASK_QUEUE,
+      args: [{}],
+      signal: 'hostBeat',
+      signalArgs: [beat],
+    });
   }
 }
 
-/** The fleet on /metrics: every host the registry knows, alive or lost, and which VMs it runs. */
-export function publishFleet(metrics: Metrics, hosts: FleetHost[], now: number): void {
-  metrics.replace(M.fleetHostAlive, hosts.map((h) => ({ labels: { host: h.host }, value: isAlive(h, now) ? 1 : 0 })));
-  metrics.replace(M.fleetHostLastSeen, hosts.map((h) => ({ labels: { host: h.host }, value: Math.round((now - h.seenAt) / 1000) })));
-  metrics.replace(M.fleetVm, hosts.flatMap((h) => h.domains.map((d) => ({ labels: { host: h.host, domain: d.name }, value: 1 }))));
-}
-
-/** The registry's view (query), for the router's activities, `vmsnap doctor` and /metrics. */
+/** The registry's view (query), for the router's activities, `vmsnap doctor` and /metrics (fleet-metrics.ts). */
 export async function readFleet(client: Client): Promise<FleetHost[]> {
   return client.workflow.getHandle(FLEET_REGISTRY_ID).query<FleetHost[]>('fleet');
 }

@@ -9,6 +9,7 @@ import type { ActivityDeps } from '../../activities';
 import { removeSnapIfPresent } from '../../activities/snapshots';
 import { dropOwner, listOwners, removeSourceSnaps, sourceSnapExists } from '../../activities/source-snaps';
 import type { Logger } from './logger';
+import { Periodic } from './periodic';
 import { reapRestoreLeftovers } from './restore-reaper';
 import type { RestoreReapReport } from './restore-reaper';
 import type { RunStatus } from '../model/restore-leftovers';
@@ -25,66 +26,70 @@ import type { RunStatus } from '../model/restore-leftovers';
  *    restores once they are `keepReplacedMs` old — never one a domain defined here uses
  *    (src/worker/restore-reaper.ts).
  */
+export interface ReapReport {
+  images: string[];
+  snaps: string[];
+  restore: RestoreReapReport;
+}
+
 export class OrphanReaper {
-  private timer?: NodeJS.Timeout;
-  private running = false;
+  private readonly loop: Periodic<ReapReport>;
 
   constructor(
     private readonly deps: ActivityDeps,
     private readonly client: Client,
     private readonly imagePool: string,
     private readonly log: Logger,
-    private readonly intervalMs: number,
+    intervalMs: number,
     /** How long an absent snapshot's owner record is kept for a late arrival (see mayDropAbsent). */
     private readonly horizonMs: number,
     /** How long a disk a completed in-place restore replaced is kept (src/worker/restore-reaper.ts). */
     private readonly keepReplacedMs: number = 24 * 3600_000,
-  ) {}
+  ) {
+    this.loop = new Periodic(intervalMs, () => this.sweepOnce(), (err) => this.log.warn('orphan sweep failed', { error: String(err) }));
+  }
 
   start(): void {
-    this.timer = setInterval(() => void this.sweep().catch((err: unknown) => this.log.warn('orphan sweep failed', { error: String(err) })), this.intervalMs);
-    this.timer.unref();
+    this.loop.start();
   }
 
   stop(): void {
-    if (this.timer) clearInterval(this.timer);
+    this.loop.stop();
   }
 
-  async sweep(): Promise<{ images: string[]; snaps: string[]; restore: RestoreReapReport }> {
-    const none = { images: [], snaps: [], restore: { removed: [], kept: [] } };
-    if (this.running) return none;
-    this.running = true;
-    try {
-      const statuses = new Map<string, Promise<RunStatus>>();
-      const statusOf = (workflowId: string): Promise<RunStatus> => {
-        if (!statuses.has(workflowId)) {
-          statuses.set(
-            workflowId,
-            this.client.workflow
-              .getHandle(workflowId)
-              .describe()
-              .then((d) => d.status.name as RunStatus, (err: unknown) => ((err as Error).name === 'WorkflowNotFoundError' ? 'NOT_FOUND' : 'UNKNOWN')),
-          );
-        }
-        return statuses.get(workflowId)!;
-      };
-      // UNKNOWN (Temporal unreachable): treat as running — never delete on a guess.
-      const isRunning = async (workflowId: string) => ['RUNNING', 'UNKNOWN'].includes(await statusOf(workflowId));
-      const images = await this.reapImages(isRunning);
-      const snaps = await this.reapSnaps(isRunning);
-      const restore = await reapRestoreLeftovers(await this.deps.libvirt(), {
-        scope: this.deps.scope,
-        keepReplacedMs: this.keepReplacedMs,
-        ioctx: (pool, ns) => this.deps.ioctx(pool, ns),
-        statusOf,
-      });
-      if (images.length || snaps.length) this.log.warn('removed leftovers of runs that ended uncompensated', { images, snaps });
-      if (restore.removed.length) this.log.warn('removed disks of ended restores', { disks: restore.removed });
-      if (restore.kept.length) this.log.warn('could not remove disks of ended restores', { kept: restore.kept });
-      return { images, snaps, restore };
-    } finally {
-      this.running = false;
-    }
+  /** One sweep now (nothing while one is under way). Throws what the sweep threw: a caller must not read a failed sweep as a clean one. */
+  async sweep(): Promise<ReapReport> {
+    return (await this.loop.run()) ?? { images: [], snaps: [], restore: { removed: [], kept: [] } };
+  }
+
+  private async sweepOnce(): Promise<ReapReport> {
+    const statuses = new Map<string, Promise<RunStatus>>();
+    const statusOf = (workflowId: string): Promise<RunStatus> => {
+      if (!statuses.has(workflowId)) {
+        statuses.set(
+          workflowId,
+          this.client.workflow
+            .getHandle(workflowId)
+            .describe()
+            .then((d) => d.status.name as RunStatus, (err: unknown) => ((err as Error).name === 'WorkflowNotFoundError' ? 'NOT_FOUND' : 'UNKNOWN')),
+        );
+      }
+      return statuses.get(workflowId)!;
+    };
+    // UNKNOWN (Temporal unreachable): treat as running — never delete on a guess.
+    const isRunning = async (workflowId: string) => ['RUNNING', 'UNKNOWN'].includes(await statusOf(workflowId));
+    const images = await this.reapImages(isRunning);
+    const snaps = await this.reapSnaps(isRunning);
+    const restore = await reapRestoreLeftovers(await this.deps.libvirt(), {
+      scope: this.deps.scope,
+      keepReplacedMs: this.keepReplacedMs,
+      ioctx: (pool, ns) => this.deps.ioctx(pool, ns),
+      statusOf,
+    });
+    if (images.length || snaps.length) this.log.warn('removed leftovers of runs that ended uncompensated', { images, snaps });
+    if (restore.removed.length) this.log.warn('removed disks of ended restores', { disks: restore.removed });
+    if (restore.kept.length) this.log.warn('could not remove disks of ended restores', { kept: restore.kept });
+    return { images, snaps, restore };
   }
 
   private async reapImages(isRunning: (id: string) => Promise<boolean>): Promise<string[]> {

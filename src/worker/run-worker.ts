@@ -23,6 +23,8 @@ import { workflowCode } from './workflows-path';
 import { bulkTaskQueue } from '../model/naming';
 import { FLEET_TASK_QUEUE } from '../model/fleet';
 import { FleetBeat, readFleet, terminateRun } from './fleet-beat';
+import { fleetGauges, registryFleet } from './fleet-metrics';
+import { metricsEndpoint } from './metrics-endpoint';
 import { handOffVia } from './handoff';
 
 export interface HostWorker {
@@ -121,11 +123,13 @@ export async function createHostWorker(
     });
 
     const fleetWorker = await Worker.create({ connection, namespace: config.temporal.namespace, taskQueue: FLEET_TASK_QUEUE, ...workflows, activities, shutdownGraceTime: '30s', identity });
-    const beat = new FleetBeat(client, { host: config.host, taskQueue, identity }, deps.libvirtReadOnly, config.fleetBeatMs, log, metrics);
+    const beat = new FleetBeat(client, { host: config.host, taskQueue, identity }, deps.libvirtReadOnly, config.fleetBeatMs, log);
+    metrics.onScrape(fleetGauges(registryFleet(client), log));
 
     let metricsUrl: string | undefined;
     if (config.metricsPort) {
-      const server = http.createServer((req, res) => void serve(req, res, [worker, bulkWorker], metrics, sdkMetricsPort));
+      const serve = metricsEndpoint([worker, bulkWorker], metrics, sdkMetricsPort);
+      const server = http.createServer((req, res) => void serve(req, res));
       opened.server = server;
       await new Promise<void>((resolve) => server.listen(config.metricsPort, '127.0.0.1', resolve));
       metricsUrl = `http://127.0.0.1:${config.metricsPort}/metrics`;
@@ -194,21 +198,3 @@ async function closeAll(
   await opened.client?.connection.close().catch(() => undefined);
   await lock.release();
 }
-
-async function serve(req: http.IncomingMessage, res: http.ServerResponse, workers: Worker[], metrics: Metrics, sdkPort: number) {
-  if (req.url === '/healthz') {
-    const [state, bulk] = workers.map((w) => w.getState());
-    res.writeHead(state === 'RUNNING' && bulk === 'RUNNING' ? 200 : 503, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ state, bulk }));
-    return;
-  }
-  if (req.url === '/metrics') {
-    let sdk = '';
-    if (sdkPort) sdk = await fetch(`http://127.0.0.1:${sdkPort}/metrics`).then((r) => r.text()).catch(() => '');
-    res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
-    res.end(metrics.render() + sdk);
-    return;
-  }
-  res.writeHead(404).end();
-}
-

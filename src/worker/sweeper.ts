@@ -4,6 +4,7 @@ import { isOverdue } from '../host/freeze-journal';
 import { M } from '../host/metrics';
 import type { Metrics } from '../host/metrics';
 import type { Logger } from './logger';
+import { Periodic } from './periodic';
 import { thawJournaled } from './reconcile';
 import type { HandOff } from './reconcile';
 
@@ -14,8 +15,7 @@ import type { HandOff } from './reconcile';
  * never a guest someone else froze. An entry it cannot resolve is kept for the next sweep.
  */
 export class Sweeper {
-  private timer?: NodeJS.Timeout;
-  private running = false;
+  private readonly loop: Periodic<number>;
   /** Set once the worker reaches Temporal: entries of domains gone from this host need the fleet. */
   handOff?: HandOff;
 
@@ -24,44 +24,49 @@ export class Sweeper {
     private readonly guard: FreezeGuard,
     private readonly metrics: Metrics,
     private readonly log: Logger,
-    private readonly intervalMs: number,
+    intervalMs: number,
     private readonly graceMs = 1000,
-  ) {}
+  ) {
+    this.loop = new Periodic(intervalMs, () => this.sweepOnce(), (err) => this.failed(err));
+  }
 
   start(): void {
-    this.timer ??= setInterval(() => void this.sweep(), this.intervalMs);
-    this.timer.unref();
+    this.loop.start();
   }
 
   stop(): void {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = undefined;
+    this.loop.stop();
   }
 
-  /** Never throws: a sweep that fails is logged and the next one tries again. */
+  /** Never throws: a sweep that fails is logged and the next one tries again. 0 while one is under way. */
   async sweep(): Promise<number> {
-    if (this.running) return 0;
-    this.running = true;
-    let thawed = 0;
     try {
-      for (const entry of await this.guard.entries()) {
-        if (entry.mode === 'window' && !isOverdue(entry, this.graceMs)) continue;
-        try {
-          const r = await thawJournaled(await this.libvirt(), this.guard, entry, 'sweeper', this.metrics, this.log, this.handOff);
-          if (r.wasFrozen) thawed++;
-        } catch (err) {
-          this.log.error(`sweeper could not prove ${entry.domainName} thawed; keeping its journal entry`, { error: String(err) });
-        }
-      }
-      for (const late of await this.guard.takeLateThaws()) {
-        this.metrics.inc(M.thaws, { layer: 'guard' });
-        this.log.warn('the guard thawed a freeze that landed after its run gave up on it', { domainUuid: late.domainUuid, at: late.at, layer: 'guard' });
-      }
+      return (await this.loop.run()) ?? 0;
     } catch (err) {
-      this.log.error('sweep failed; retrying next interval', { error: String(err) });
-    } finally {
-      this.running = false;
+      this.failed(err);
+      return 0;
+    }
+  }
+
+  private async sweepOnce(): Promise<number> {
+    let thawed = 0;
+    for (const entry of await this.guard.entries()) {
+      if (entry.mode === 'window' && !isOverdue(entry, this.graceMs)) continue;
+      try {
+        const r = await thawJournaled(await this.libvirt(), this.guard, entry, 'sweeper', this.metrics, this.log, this.handOff);
+        if (r.wasFrozen) thawed++;
+      } catch (err) {
+        this.log.error(`sweeper could not prove ${entry.domainName} thawed; keeping its journal entry`, { error: String(err) });
+      }
+    }
+    for (const late of await this.guard.takeLateThaws()) {
+      this.metrics.inc(M.thaws, { layer: 'guard' });
+      this.log.warn('the guard thawed a freeze that landed after its run gave up on it', { domainUuid: late.domainUuid, at: late.at, layer: 'guard' });
     }
     return thawed;
+  }
+
+  private failed(err: unknown): void {
+    this.log.error('sweep failed; retrying next interval', { error: String(err) });
   }
 }
