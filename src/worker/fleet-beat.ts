@@ -14,6 +14,8 @@ import { Periodic } from './periodic';
  */
 export class FleetBeat {
   private readonly loop: Periodic<void>;
+  /** Aborts the beat under way at leave(): the worker closes the connection right after. */
+  private readonly leaving = new AbortController();
 
   constructor(
     private readonly client: Client,
@@ -36,7 +38,10 @@ export class FleetBeat {
 
   /** Takes this host out of the registry (clean shutdown). Never throws: a crash cannot call it either. */
   async leave(): Promise<void> {
-    this.stop();
+    // A beat still retrying when the connection closes would retry into the closed channel from
+    // a timer, an uncaught exception at every clean shutdown: end it first.
+    this.leaving.abort();
+    await this.loop.halt();
     await this.client.workflow
       .getHandle(FLEET_REGISTRY_ID)
       .signal('hostLeft', { host: this.self.host, identity: this.self.identity })
@@ -47,13 +52,20 @@ export class FleetBeat {
     const lv = await this.libvirt();
     const domains = (await lv.listDomains()).map((d) => ({ name: d.name, uuid: d.uuid }));
     const beat: HostBeat = { ...this.self, sentAt: Date.now(), intervalMs: this.intervalMs, domains };
-    await this.client.workflow.signalWithStart('fleetRegistry', {
-      workflowId: FLEET_REGISTRY_ID,
-      taskQueue: FLEET_TASK_QUEUE,
-      args: [{}],
-      signal: 'hostBeat',
-      signalArgs: [beat],
-    });
+    if (this.leaving.signal.aborted) return;
+    try {
+      await this.client.withAbortSignal(this.leaving.signal, () =>
+        this.client.workflow.signalWithStart('fleetRegistry', {
+          workflowId: FLEET_REGISTRY_ID,
+          taskQueue: FLEET_TASK_QUEUE,
+          args: [{}],
+          signal: 'hostBeat',
+          signalArgs: [beat],
+        }),
+      );
+    } catch (err) {
+      if (!this.leaving.signal.aborted) throw err;
+    }
   }
 }
 

@@ -57,6 +57,11 @@ export class OrphanReaper {
     this.loop.stop();
   }
 
+  /** Stops and waits for a pass under way: the worker closes its connections after this. */
+  halt(): Promise<void> {
+    return this.loop.halt();
+  }
+
   /** One sweep now (nothing while one is under way). Throws what the sweep threw: a caller must not read a failed sweep as a clean one. */
   async sweep(): Promise<ReapReport> {
     return (await this.loop.run()) ?? { images: [], snaps: [], restore: { removed: [], kept: [] } };

@@ -8,6 +8,7 @@
 export class Periodic<T> {
   private timer?: NodeJS.Timeout;
   private running = false;
+  private inFlight?: Promise<T>;
 
   constructor(
     private readonly everyMs: number,
@@ -29,6 +30,15 @@ export class Periodic<T> {
   }
 
   /**
+   * Stops, then waits for a pass under way to end (whatever its outcome): what the pass uses —
+   * a Temporal connection, libvirt, Ceph — may be closed only after that.
+   */
+  async halt(): Promise<void> {
+    this.stop();
+    await this.inFlight?.catch(() => undefined);
+  }
+
+  /**
    * One pass now, unless one is under way (then `undefined`). Its error is the caller's: a test or
    * an operator that asks for a pass must see it fail.
    */
@@ -36,9 +46,11 @@ export class Periodic<T> {
     if (this.running) return undefined;
     this.running = true;
     try {
-      return await this.pass();
+      this.inFlight = this.pass();
+      return await this.inFlight;
     } finally {
       this.running = false;
+      this.inFlight = undefined;
     }
   }
 

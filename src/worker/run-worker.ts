@@ -170,7 +170,7 @@ export async function createHostWorker(
         } finally {
           clearInterval(trim);
           await beat.leave();
-          reaper.stop();
+          await reaper.halt();
           await closeAll(sweeper, deps, opened, lock);
           log.info('worker stopped', { taskQueue });
         }
@@ -191,7 +191,7 @@ async function closeAll(
   opened: { client?: Client; connection?: NativeConnection; server?: http.Server },
   lock: { release(): Promise<void> },
 ): Promise<void> {
-  sweeper.stop();
+  await sweeper.halt();
   opened.server?.close();
   await deps.close();
   await opened.connection?.close().catch(() => undefined);

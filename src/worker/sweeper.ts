@@ -38,6 +38,11 @@ export class Sweeper {
     this.loop.stop();
   }
 
+  /** Stops and waits for a pass under way: the worker closes its connections after this. */
+  halt(): Promise<void> {
+    return this.loop.halt();
+  }
+
   /** Never throws: a sweep that fails is logged and the next one tries again. 0 while one is under way. */
   async sweep(): Promise<number> {
     try {

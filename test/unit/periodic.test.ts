@@ -13,6 +13,22 @@ describe('a worker loop', () => {
     expect(passes).toBe(1);
   });
 
+  it('halt() stops the timer and returns only once the pass under way has ended', async () => {
+    let release: () => void = () => undefined;
+    let ended = false;
+    const loop = new Periodic(60_000, () => new Promise<void>((r) => (release = () => ((ended = true), r()))), () => undefined);
+    loop.start({ now: true });
+    let halted = false;
+    const halting = loop.halt().then(() => (halted = true));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(halted).toBe(false);
+    release();
+    await halting;
+    expect(ended).toBe(true);
+    // A halted loop with nothing under way returns at once.
+    await loop.halt();
+  });
+
   it('a pass the timer starts that fails goes to onError and the next interval runs again', async () => {
     vi.useFakeTimers();
     try {
