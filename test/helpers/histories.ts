@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
 
@@ -9,12 +9,20 @@ import type { Client } from '@temporalio/client';
  */
 export const HISTORY_DIR = path.resolve(__dirname, '../fixtures/histories');
 
-export function historyFiles(): { id: string; file: string }[] {
-  const out: { id: string; file: string }[] = [];
+/**
+ * `workflowId`: the recorded run's own id (`<case>.workflow-id` beside the history), which the
+ * replay must use — workflow code may derive from it (a fleet slot's first pick does). Sets
+ * recorded before it was saved replay under their file id.
+ */
+export function historyFiles(): { id: string; file: string; workflowId: string }[] {
+  const out: { id: string; file: string; workflowId: string }[] = [];
   for (const set of readdirSync(HISTORY_DIR, { withFileTypes: true })) {
     if (!set.isDirectory()) continue;
     for (const f of readdirSync(path.join(HISTORY_DIR, set.name))) {
-      if (f.endsWith('.json')) out.push({ id: `${set.name}/${f.replace(/\.json$/, '')}`, file: path.join(HISTORY_DIR, set.name, f) });
+      if (!f.endsWith('.json')) continue;
+      const id = `${set.name}/${f.replace(/\.json$/, '')}`;
+      const idFile = path.join(HISTORY_DIR, set.name, f.replace(/\.json$/, '.workflow-id'));
+      out.push({ id, file: path.join(HISTORY_DIR, set.name, f), workflowId: existsSync(idFile) ? readFileSync(idFile, 'utf8').trim() : id });
     }
   }
   return out.sort((a, b) => a.id.localeCompare(b.id));
@@ -26,4 +34,5 @@ export async function recordHistory(client: Client, workflowId: string, set: str
   mkdirSync(path.join(HISTORY_DIR, set), { recursive: true });
   const { historyToJSON } = await import('@temporalio/common/lib/proto-utils');
   writeFileSync(path.join(HISTORY_DIR, set, `${name}.json`), historyToJSON(history));
+  writeFileSync(path.join(HISTORY_DIR, set, `${name}.workflow-id`), `${workflowId}\n`);
 }

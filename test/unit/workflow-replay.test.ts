@@ -18,10 +18,11 @@ describe('workflow determinism', () => {
 
   it('replays every recorded history', async () => {
     const code = inject('workflowBundle');
-    const histories = files.map((f) => ({ workflowId: f.id, history: historyFromJSON(JSON.parse(readFileSync(f.file, 'utf8'))) }));
+    const histories = files.map((f) => ({ workflowId: f.workflowId, history: historyFromJSON(JSON.parse(readFileSync(f.file, 'utf8'))) }));
+    const fileOf = new Map(files.map((f) => [f.workflowId, f.id]));
     const results = Worker.runReplayHistories({ workflowBundle: { code }, replayName: 'vmsnap' }, histories);
     for await (const r of results) {
-      expect(r.error, `${r.workflowId}: ${String(r.error)}`).toBeUndefined();
+      expect(r.error, `${fileOf.get(r.workflowId)} (${r.workflowId}): ${String(r.error)}`).toBeUndefined();
     }
   }, 120_000);
 });
