@@ -12,10 +12,6 @@
 namespace vmsnap {
 namespace {
 
-using Napi::CallbackInfo;
-using Napi::Env;
-using Napi::Value;
-
 // Group calls taking (ioctx, name) and returning 0 or -errno.
 using GroupFn = int (*)(rados_ioctx_t, const char*);
 
@@ -150,14 +146,16 @@ Value GroupSnapList(const CallbackInfo& info) {
 }  // namespace
 
 void RegisterGroup(Env env, Napi::Object exports) {
-  exports.Set("groupCreate", Napi::Function::New(env, GroupCreate, "groupCreate"));
-  exports.Set("groupRemove", Napi::Function::New(env, GroupRemove, "groupRemove"));
-  exports.Set("groupImageAdd", Napi::Function::New(env, GroupImageAdd, "groupImageAdd"));
-  exports.Set("groupImageRemove", Napi::Function::New(env, GroupImageRemove, "groupImageRemove"));
-  exports.Set("groupImageList", Napi::Function::New(env, GroupImageList, "groupImageList"));
-  exports.Set("groupSnapCreate", Napi::Function::New(env, GroupSnapCreate, "groupSnapCreate"));
-  exports.Set("groupSnapRemove", Napi::Function::New(env, GroupSnapRemove, "groupSnapRemove"));
-  exports.Set("groupSnapList", Napi::Function::New(env, GroupSnapList, "groupSnapList"));
+  ExportAll(env, exports, {
+      {"groupCreate", GroupCreate},
+      {"groupRemove", GroupRemove},
+      {"groupImageAdd", GroupImageAdd},
+      {"groupImageRemove", GroupImageRemove},
+      {"groupImageList", GroupImageList},
+      {"groupSnapCreate", GroupSnapCreate},
+      {"groupSnapRemove", GroupSnapRemove},
+      {"groupSnapList", GroupSnapList},
+  });
 }
 
 }  // namespace vmsnap
