@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "core.h"
+#include "grow.h"
 #include "options.h"
 
 namespace vmsnap {
@@ -71,12 +72,8 @@ Value ListChildren(const CallbackInfo& info) {
   return h->Use(info.Env(), "rbd_list_children3", [img]() -> Outcome {
     size_t max = 16;
     std::vector<rbd_linked_image_spec_t> specs;
-    int r;
-    for (;;) {
-      specs.resize(max);
-      r = rbd_list_children3(img, specs.data(), &max);
-      if (r != -ERANGE) break;
-    }
+    int r = GrowUntilFits([&] { return rbd_list_children3(img, specs.data(), &max); },
+                          Sized{specs, max});
     if (r < 0) return Fail(r, "rbd_list_children3");
     std::vector<ChildEntry> out;
     for (size_t i = 0; i < max; ++i) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core.h"
+#include "grow.h"
 
 namespace vmsnap {
 namespace {
@@ -62,12 +63,9 @@ Value GroupImageList(const CallbackInfo& info) {
   return h->Use(info.Env(), "rbd_group_image_list", [io, group]() -> Outcome {
     size_t n = 16;
     std::vector<rbd_group_image_info_t> v;
-    int r;
-    for (;;) {
-      v.resize(n);
-      r = rbd_group_image_list(io, group.c_str(), v.data(), sizeof(rbd_group_image_info_t), &n);
-      if (r != -ERANGE) break;
-    }
+    int r = GrowUntilFits(
+        [&] { return rbd_group_image_list(io, group.c_str(), v.data(), sizeof(rbd_group_image_info_t), &n); },
+        Sized{v, n});
     if (r < 0) return Fail(r, "rbd_group_image_list");
     struct E { std::string name; int64_t pool; bool attached; };
     std::vector<E> out;
@@ -118,12 +116,9 @@ Value GroupSnapList(const CallbackInfo& info) {
   return h->Use(info.Env(), "rbd_group_snap_list", [io, group]() -> Outcome {
     size_t n = 16;
     std::vector<rbd_group_snap_info_t> v;
-    int r;
-    for (;;) {
-      v.resize(n);
-      r = rbd_group_snap_list(io, group.c_str(), v.data(), sizeof(rbd_group_snap_info_t), &n);
-      if (r != -ERANGE) break;
-    }
+    int r = GrowUntilFits(
+        [&] { return rbd_group_snap_list(io, group.c_str(), v.data(), sizeof(rbd_group_snap_info_t), &n); },
+        Sized{v, n});
     if (r < 0) return Fail(r, "rbd_group_snap_list");
     std::vector<std::pair<std::string, bool>> out;
     for (size_t i = 0; i < n; ++i) {

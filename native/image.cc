@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "core.h"
+#include "grow.h"
 #include "options.h"
 
 namespace vmsnap {
@@ -15,12 +16,7 @@ Value ListImages(const CallbackInfo& info) {
   return h->Use(info.Env(), "rbd_list2", [io]() -> Outcome {
     size_t max = 64;
     std::vector<rbd_image_spec_t> specs;
-    int r;
-    for (;;) {
-      specs.resize(max);
-      r = rbd_list2(io, specs.data(), &max);
-      if (r != -ERANGE) break;
-    }
+    int r = GrowUntilFits([&] { return rbd_list2(io, specs.data(), &max); }, Sized{specs, max});
     if (r < 0) return Fail(r, "rbd_list2");
     std::vector<std::string> names;
     for (size_t i = 0; i < max; ++i) names.emplace_back(specs[i].name);

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core.h"
+#include "grow.h"
 
 namespace vmsnap {
 namespace {
@@ -16,12 +17,8 @@ Value MetadataGet(const CallbackInfo& info) {
   return h->Use(info.Env(), "rbd_metadata_get", [img, key]() -> Outcome {
     size_t len = 256;
     std::vector<char> buf;
-    int r;
-    for (;;) {
-      buf.resize(len);
-      r = rbd_metadata_get(img, key.c_str(), buf.data(), &len);
-      if (r != -ERANGE) break;
-    }
+    int r = GrowUntilFits([&] { return rbd_metadata_get(img, key.c_str(), buf.data(), &len); },
+                          Sized{buf, len});
     if (r == -ENOENT) return Ok([](Env env) { return env.Null(); });
     if (r < 0) return Fail(r, "rbd_metadata_get");
     std::string value(buf.data(), len > 0 ? strnlen(buf.data(), len) : 0);
@@ -59,13 +56,9 @@ Value MetadataList(const CallbackInfo& info) {
   return h->Use(info.Env(), "rbd_metadata_list", [img]() -> Outcome {
     size_t klen = 1024, vlen = 4096;
     std::vector<char> keys, vals;
-    int r;
-    for (;;) {
-      keys.resize(klen);
-      vals.resize(vlen);
-      r = rbd_metadata_list(img, "", 0, keys.data(), &klen, vals.data(), &vlen);
-      if (r != -ERANGE) break;
-    }
+    int r = GrowUntilFits(
+        [&] { return rbd_metadata_list(img, "", 0, keys.data(), &klen, vals.data(), &vlen); },
+        Sized{keys, klen}, Sized{vals, vlen});
     if (r < 0) return Fail(r, "rbd_metadata_list");
     std::vector<std::pair<std::string, std::string>> out;
     size_t ki = 0, vi = 0;

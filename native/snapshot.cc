@@ -2,6 +2,7 @@
 #include <vector>
 
 #include "core.h"
+#include "grow.h"
 
 namespace vmsnap {
 namespace {
@@ -30,12 +31,8 @@ Value SnapList(const CallbackInfo& info) {
   return h->Use(info.Env(), "rbd_snap_list", [img]() -> Outcome {
     int max = 16;
     std::vector<rbd_snap_info_t> snaps;
-    int n;
-    for (;;) {
-      snaps.resize(max);
-      n = rbd_snap_list(img, snaps.data(), &max);
-      if (n != -ERANGE) break;
-    }
+    int n =
+        GrowUntilFits([&] { return rbd_snap_list(img, snaps.data(), &max); }, Sized{snaps, max});
     if (n < 0) return Fail(n, "rbd_snap_list");
     std::vector<SnapEntry> out;
     for (int i = 0; i < n; ++i) {
