@@ -7,7 +7,13 @@
         "native/core.cc",
         "native/pool.cc",
         "native/cluster.cc",
+        "native/options.cc",
         "native/image.cc",
+        "native/snapshot.cc",
+        "native/clone.cc",
+        "native/flatten.cc",
+        "native/metadata.cc",
+        "native/io.cc",
         "native/group.cc",
         "native/sha256.cc"
       ],

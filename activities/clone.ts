@@ -33,7 +33,7 @@ export function cloneDisk(deps: ActivityDeps) {
       const img = await openImage(childIo, req.image.image);
       let done: boolean;
       try {
-        done = (await img.metadataGet(META.state)) === 'complete';
+        done = (await img.getMetadata(META.state)) === 'complete';
       } finally {
         await img.close();
       }
@@ -68,26 +68,26 @@ export async function createClone(deps: ActivityDeps, req: CloneRequest): Promis
 async function writeOwnership(img: Image, req: CloneRequest, scope: RunScope): Promise<void> {
   // rbd_clone copies the parent's image metadata. A VM restored from a vmsnap image carries that
   // image's vmsnap.* keys (schedule label, flatten marker...): none of them describe this image.
-  for (const key of Object.keys(await img.metadataList())) {
-    if (key.startsWith('vmsnap.')) await img.metadataRemove(key);
+  for (const key of Object.keys(await img.listMetadata())) {
+    if (key.startsWith('vmsnap.')) await img.removeMetadata(key);
   }
-  await img.metadataSet(META.owner, 'vmsnap');
+  await img.setMetadata(META.owner, 'vmsnap');
   // The image's own name: a clone someone makes of this image inherits these keys, but not this value.
-  await img.metadataSet(META.image, `${req.image.pool}/${req.image.image}`);
-  await img.metadataSet(META.workflowId, req.workflowId);
-  await img.metadataSet(META.domain, req.domain);
+  await img.setMetadata(META.image, `${req.image.pool}/${req.image.image}`);
+  await img.setMetadata(META.workflowId, req.workflowId);
+  await img.setMetadata(META.domain, req.domain);
   const identity = identityMetadata(req.domainUuid ?? '', scope);
   if (!req.domainUuid) delete identity[IDENTITY_META.domainUuid];
-  for (const [k, v] of Object.entries(identity)) await img.metadataSet(k, v);
-  await img.metadataSet(META.source, `${req.source.pool}/${req.source.image}@${req.snap}`);
-  await img.metadataSet(META.createdAt, new Date().toISOString());
-  await img.metadataSet(META.state, 'cloned');
-  for (const [k, v] of Object.entries(req.labels)) await img.metadataSet(`${META.labelPrefix}${k}`, v);
+  for (const [k, v] of Object.entries(identity)) await img.setMetadata(k, v);
+  await img.setMetadata(META.source, `${req.source.pool}/${req.source.image}@${req.snap}`);
+  await img.setMetadata(META.createdAt, new Date().toISOString());
+  await img.setMetadata(META.state, 'cloned');
+  for (const [k, v] of Object.entries(req.labels)) await img.setMetadata(`${META.labelPrefix}${k}`, v);
 }
 
 /** True when the image is this workflow's: by recorded owner, or by being a clone of our snapshot. */
 export async function ownedBy(img: Image, workflowId: string, source?: { image: string; snap: string }): Promise<boolean> {
-  if ((await img.metadataGet(META.workflowId)) === workflowId) return true;
+  if ((await img.getMetadata(META.workflowId)) === workflowId) return true;
   const parent = await img.parent();
   return !!(source && parent && parent.image === source.image && parent.snap === source.snap);
 }

@@ -49,12 +49,12 @@ export function finalizeDisk(deps: ActivityDeps) {
     try {
       if (!(await img.snapExists(IMAGE_SNAP))) await during('create image snapshot', () => img.createSnap(IMAGE_SNAP));
       if (!(await img.isSnapProtected(IMAGE_SNAP))) await during('protect image snapshot', () => img.protectSnap(IMAGE_SNAP));
-      await img.metadataSet(META.quiesced, String(req.quiesced));
+      await img.setMetadata(META.quiesced, String(req.quiesced));
       const r = record(req);
-      if (r.frozenFilesystems !== undefined) await img.metadataSet(META.frozenFilesystems, String(r.frozenFilesystems));
-      if (r.frozenAt) await img.metadataSet(META.frozenAt, r.frozenAt);
-      if (r.reason) await img.metadataSet(META.quiesceReason, r.reason);
-      await img.metadataSet(META.state, 'complete');
+      if (r.frozenFilesystems !== undefined) await img.setMetadata(META.frozenFilesystems, String(r.frozenFilesystems));
+      if (r.frozenAt) await img.setMetadata(META.frozenAt, r.frozenAt);
+      if (r.reason) await img.setMetadata(META.quiesceReason, r.reason);
+      await img.setMetadata(META.state, 'complete');
       bytes = (await img.stat()).size;
     } finally {
       await img.close();

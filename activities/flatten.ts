@@ -31,7 +31,7 @@ export function flattenDisk(deps: ActivityDeps) {
       await img.close();
       return { ms: 0, restarted, bytes: 0 };
     }
-    if ((await img.metadataGet(META.flattenStarted)) !== null) {
+    if ((await img.getMetadata(META.flattenStarted)) !== null) {
       await img.close();
       ctx.heartbeat({ done: 0, total: 0, restarted: true } satisfies FlattenDetails);
       await during('remove interrupted clone', () => removeImage(io, req.image.image));
@@ -42,7 +42,7 @@ export function flattenDisk(deps: ActivityDeps) {
     const started = nowMs();
     try {
       const { size } = await img.stat();
-      await img.metadataSet(META.flattenStarted, new Date().toISOString());
+      await img.setMetadata(META.flattenStarted, new Date().toISOString());
       let lastReport = 0;
       await during(`flatten ${req.image.image}`, () =>
         img.flatten({
@@ -58,8 +58,8 @@ export function flattenDisk(deps: ActivityDeps) {
           },
         }),
       );
-      await img.metadataRemove(META.flattenStarted);
-      await img.metadataSet(META.state, 'flattened');
+      await img.removeMetadata(META.flattenStarted);
+      await img.setMetadata(META.state, 'flattened');
       const ms = nowMs() - started;
       deps.metrics.observe(M.flattenMs, ms);
       return { ms, restarted, bytes: size };

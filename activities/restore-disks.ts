@@ -29,10 +29,10 @@ export function cloneRestoreDisk(deps: ActivityDeps) {
       const img = await openImage(io, clone.image);
       let interrupted: boolean;
       try {
-        if ((await img.metadataGet(RESTORE_META.workflowId)) !== req.workflowId) {
+        if ((await img.getMetadata(RESTORE_META.workflowId)) !== req.workflowId) {
           throw ApplicationFailure.nonRetryable(`${rbdSpec(clone)} exists and is not this restore's`, FailureType.NameConflict);
         }
-        interrupted = (await img.metadataGet(RESTORE_META.flattenStarted)) !== null;
+        interrupted = (await img.getMetadata(RESTORE_META.flattenStarted)) !== null;
       } finally {
         await img.close();
       }
@@ -53,15 +53,15 @@ async function makeClone(deps: ActivityDeps, req: RestoreDiskRequest): Promise<v
   const img = await openImage(childIo, clone.image);
   try {
     // Ownership first: until it is written, a failed restore's cleanup could not tell the clone is ours.
-    await img.metadataSet(RESTORE_META.workflowId, req.workflowId);
+    await img.setMetadata(RESTORE_META.workflowId, req.workflowId);
     // rbd_clone copied the image's own vmsnap keys (restore record, ownership): they describe the image, not this disk.
-    for (const key of Object.keys(await img.metadataList())) {
-      if (key.startsWith('vmsnap.') && !key.startsWith('vmsnap.restore.')) await img.metadataRemove(key);
+    for (const key of Object.keys(await img.listMetadata())) {
+      if (key.startsWith('vmsnap.') && !key.startsWith('vmsnap.restore.')) await img.removeMetadata(key);
     }
     // The reaper acts only on its own namespace's and fleet's leftovers (src/model/restore-leftovers.ts).
-    for (const [k, v] of Object.entries(restoreScopeMetadata(deps.scope))) await img.metadataSet(k, v);
-    await img.metadataSet(RESTORE_META.from, `${rbdSpec(image)}@${snap}`);
-    if (previous) await img.metadataSet(RESTORE_META.previous, rbdSpec(previous));
+    for (const [k, v] of Object.entries(restoreScopeMetadata(deps.scope))) await img.setMetadata(k, v);
+    await img.setMetadata(RESTORE_META.from, `${rbdSpec(image)}@${snap}`);
+    if (previous) await img.setMetadata(RESTORE_META.previous, rbdSpec(previous));
   } finally {
     await img.close();
   }
@@ -76,13 +76,13 @@ export function flattenRestoreDisk(deps: ActivityDeps) {
     let img = await during('open restored disk', () => openImage(io, clone.image));
     try {
       if (!(await img.parent())) return { flattened: true };
-      if ((await img.metadataGet(RESTORE_META.flattenStarted)) !== null) {
+      if ((await img.getMetadata(RESTORE_META.flattenStarted)) !== null) {
         await img.close();
         await during('remove interrupted clone', () => removeImage(io, clone.image));
         await makeClone(deps, req);
         img = await openImage(io, clone.image);
       }
-      await img.metadataSet(RESTORE_META.flattenStarted, new Date().toISOString());
+      await img.setMetadata(RESTORE_META.flattenStarted, new Date().toISOString());
       let lastReport = 0;
       const current = img;
       await during(`flatten ${clone.image}`, () =>
@@ -98,7 +98,7 @@ export function flattenRestoreDisk(deps: ActivityDeps) {
           },
         }),
       );
-      await img.metadataRemove(RESTORE_META.flattenStarted);
+      await img.removeMetadata(RESTORE_META.flattenStarted);
       return { flattened: true };
     } finally {
       await img.close();
@@ -140,7 +140,7 @@ export async function removeRestoreDisks(deps: ActivityDeps, workflowId: string,
     const img = await openImage(io, clone.image, { readOnly: true });
     let ours: boolean;
     try {
-      ours = (await img.metadataGet(RESTORE_META.workflowId)) === workflowId;
+      ours = (await img.getMetadata(RESTORE_META.workflowId)) === workflowId;
     } finally {
       await img.close();
     }

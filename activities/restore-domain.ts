@@ -141,7 +141,7 @@ async function readRecordedXml(deps: ActivityDeps, plan: RestorePlan): Promise<{
   const io = await deps.ioctx(loc.pool, loc.namespace);
   const img = await during(`open image ${loc.image}`, () => openImage(io, loc.image, { readOnly: true }));
   try {
-    const point = decodeRestorePoint(await img.metadataGet(RESTORE_POINT_KEY));
+    const point = decodeRestorePoint(await img.getMetadata(RESTORE_POINT_KEY));
     if (!point) throw ApplicationFailure.nonRetryable(`${rbdSpec(loc)} lost its restore record`, FailureType.RestorePointIncomplete);
     return { xml: point.domainXml, disks: point.disks };
   } finally {
@@ -159,9 +159,9 @@ async function markReplaced(deps: ActivityDeps, loc: { pool: string; image: stri
   const io = await deps.ioctx(loc.pool, loc.namespace);
   const img = await during(`open ${loc.image}`, () => openImage(io, loc.image));
   try {
-    await img.metadataSet(RESTORE_META.replacedBy, workflowId);
-    await img.metadataSet(RESTORE_META.replacedAt, new Date().toISOString());
-    for (const [k, v] of Object.entries(replacedScopeMetadata(deps.scope))) await img.metadataSet(k, v);
+    await img.setMetadata(RESTORE_META.replacedBy, workflowId);
+    await img.setMetadata(RESTORE_META.replacedAt, new Date().toISOString());
+    for (const [k, v] of Object.entries(replacedScopeMetadata(deps.scope))) await img.setMetadata(k, v);
   } finally {
     await img.close();
   }
@@ -171,9 +171,9 @@ async function unmarkReplaced(deps: ActivityDeps, loc: { pool: string; image: st
   const io = await deps.ioctx(loc.pool, loc.namespace);
   const img = await during(`open ${loc.image}`, () => openImage(io, loc.image));
   try {
-    if ((await img.metadataGet(RESTORE_META.replacedBy)) !== workflowId) return;
-    await img.metadataRemove(RESTORE_META.replacedBy);
-    for (const k of [RESTORE_META.replacedAt, ...Object.keys(replacedScopeMetadata(deps.scope))]) await img.metadataRemove(k).catch(() => undefined);
+    if ((await img.getMetadata(RESTORE_META.replacedBy)) !== workflowId) return;
+    await img.removeMetadata(RESTORE_META.replacedBy);
+    for (const k of [RESTORE_META.replacedAt, ...Object.keys(replacedScopeMetadata(deps.scope))]) await img.removeMetadata(k).catch(() => undefined);
   } finally {
     await img.close();
   }

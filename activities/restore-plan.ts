@@ -157,9 +157,9 @@ export async function restoreOwner(deps: ActivityDeps, loc: { pool: string; imag
   if (!(await imageExists(io, loc.image))) return null;
   const img = await openImage(io, loc.image, { readOnly: true });
   try {
-    const wf = await img.metadataGet(RESTORE_META.workflowId);
+    const wf = await img.getMetadata(RESTORE_META.workflowId);
     if (!wf) return null;
-    const previous = await img.metadataGet(RESTORE_META.previous);
+    const previous = await img.getMetadata(RESTORE_META.previous);
     return { workflowId: wf, ...(previous ? { previous } : {}) };
   } finally {
     await img.close();

@@ -35,7 +35,7 @@ export function recordRestorePoint(deps: ActivityDeps) {
       const io = await deps.ioctx(d.image.pool, d.image.namespace);
       const img = await during(`open image ${d.image.image}`, () => openImage(io, d.image.image));
       try {
-        await during('write restore record', () => img.metadataSet(RESTORE_POINT_KEY, value));
+        await during('write restore record', () => img.setMetadata(RESTORE_POINT_KEY, value));
       } finally {
         await img.close();
       }

@@ -77,7 +77,7 @@ function isOurs(meta: Record<string, string>, req: RetentionRequest, name: strin
 
 /** rbd_metadata_list through a read-only open; null when the image vanished since the listing. */
 function readMetadata(io: IoCtx, name: string): Promise<Record<string, string> | null> {
-  return readImageIfExists(io, name, (img) => during(`read metadata of ${name}`, () => img.metadataList()));
+  return readImageIfExists(io, name, (img) => during(`read metadata of ${name}`, () => img.listMetadata()));
 }
 
 /** Unprotect + remove `snap`, then remove the image. Returns why it was left alone, if it was. */
@@ -91,7 +91,7 @@ async function pruneImage(deps: ActivityDeps, io: IoCtx, name: string, req: Rete
   }
   try {
     // Re-read ownership: the plan is over a listing, and a name can be reused between the two.
-    if (!isOurs(await img.metadataList(), req, name, deps.scope)) return 'no longer owned by this schedule';
+    if (!isOurs(await img.listMetadata(), req, name, deps.scope)) return 'no longer owned by this schedule';
     const parent = await img.parent();
     if (parent) return `is a clone of ${parent.pool}/${parent.image}@${parent.snap} (vmsnap prunes only flattened images)`;
     const snaps = await img.listSnaps();

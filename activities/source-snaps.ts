@@ -1,5 +1,5 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { laneKey, omapList, omapRemove, omapSet } from '../src/ceph';
+import { laneKey, listOmapValues, removeOmapKey, setOmapValue } from '../src/ceph';
 import type { SnapRequest } from '../src/ceph';
 import { FailureType } from '../src/model/failures';
 import { OWNER_OBJECT, decodeOwnerRecord, encodeOwnerRecord, ownerKey, parseOwnerKey } from '../src/model/owner-record';
@@ -20,7 +20,7 @@ const target = (loc: { pool: string; namespace?: string }) => ({ pool: loc.pool,
 const req = (source: RbdLocation, snap: string): SnapRequest => ({ pool: source.pool, namespace: source.namespace, image: source.image, snap });
 
 export async function recordOwner(deps: ActivityDeps, source: RbdLocation, snap: string, r: OwnerRecord): Promise<void> {
-  await omapSet(deps.radosCli, target(source), ownerKey(source.image, snap), encodeOwnerRecord(r));
+  await setOmapValue(deps.radosCli, target(source), ownerKey(source.image, snap), encodeOwnerRecord(r));
 }
 
 /** The records of one pool (namespace), by image and snapshot. */
@@ -29,7 +29,7 @@ export async function listOwners(
   loc: { pool: string; namespace?: string },
 ): Promise<{ image: string; snap: string; record: OwnerRecord | null }[]> {
   const out = [];
-  for (const [key, value] of await omapList(deps.radosCli, target(loc))) {
+  for (const [key, value] of await listOmapValues(deps.radosCli, target(loc))) {
     const k = parseOwnerKey(key);
     if (k) out.push({ ...k, record: decodeOwnerRecord(value) });
   }
@@ -42,7 +42,7 @@ export async function readOwner(deps: ActivityDeps, source: RbdLocation, snap: s
 }
 
 export async function dropOwner(deps: ActivityDeps, source: RbdLocation, snap: string): Promise<void> {
-  await omapRemove(deps.radosCli, target(source), ownerKey(source.image, snap));
+  await removeOmapKey(deps.radosCli, target(source), ownerKey(source.image, snap));
 }
 
 /** rbd_snap_exists in the VM's lane; a timeout is a retryable failure of the calling activity. */

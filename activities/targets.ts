@@ -52,7 +52,7 @@ async function anyOwnLegacy(deps: ActivityDeps, workflowId: string, disks: DiskP
       if (await during('check legacy target image', () => imageExists(io, d.image!.image))) {
         const img = await during('open legacy target image', () => openImage(io, d.image!.image, { readOnly: true }));
         try {
-          if ((await img.metadataGet(META.workflowId)) === workflowId) return true;
+          if ((await img.getMetadata(META.workflowId)) === workflowId) return true;
         } finally {
           await img.close();
         }
@@ -97,15 +97,15 @@ async function imageDone(deps: ActivityDeps, d: DiskPlan, workflowId: string, st
   if (!(await during('check target image', () => imageExists(io, target.image)))) return undefined;
   const img = await during('open target image', () => openImage(io, target.image));
   try {
-    const owner = await img.metadataGet(META.workflowId);
+    const owner = await img.getMetadata(META.workflowId);
     if (owner !== workflowId) {
       throw ApplicationFailure.nonRetryable(
         `target image ${target.pool}/${target.image} already exists and was not created by workflow ${workflowId}`,
         FailureType.NameConflict,
       );
     }
-    if ((await img.metadataGet(META.state)) === 'complete') {
-      const meta = await img.metadataList();
+    if ((await img.getMetadata(META.state)) === 'complete') {
+      const meta = await img.listMetadata();
       return { record: recordFromMeta((k) => meta[k], { quiesced: META.quiesced, frozenFilesystems: META.frozenFilesystems, frozenAt: META.frozenAt, reason: META.quiesceReason }) };
     }
     stale.push(d);

@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
-import { omapRemove, openImage } from '../src/ceph';
+import { removeOmapKey, openImage } from '../src/ceph';
 import { windowBreakdown } from '../src/model/freeze-window';
 import type { TimedCall } from '../src/model/freeze-window';
 import type { SnapshotRequest } from '../src/model/input';
@@ -54,7 +54,7 @@ export async function removeKeptSnapshots(ctx: LabContext, result: SnapshotResul
     } finally {
       await img.close();
     }
-    await omapRemove(cephTestEnv(), { pool: m[1]!, object: OWNER_OBJECT }, ownerKey(m[2]!, m[3]!));
+    await removeOmapKey(cephTestEnv(), { pool: m[1]!, object: OWNER_OBJECT }, ownerKey(m[2]!, m[3]!));
   }
 }
 

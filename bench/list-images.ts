@@ -55,7 +55,7 @@ async function main(): Promise<void> {
             domainXml: xml,
           }),
         };
-        for (const [k, v] of Object.entries(meta)) await img.metadataSet(k, v);
+        for (const [k, v] of Object.entries(meta)) await img.setMetadata(k, v);
       } finally {
         await img.close();
       }

@@ -50,6 +50,11 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   env.SetInstanceData<EnvData, FreeEnvData>(data);
   RegisterCluster(env, exports);
   RegisterImage(env, exports);
+  RegisterSnapshot(env, exports);
+  RegisterClone(env, exports);
+  RegisterFlatten(env, exports);
+  RegisterMetadata(env, exports);
+  RegisterIo(env, exports);
   RegisterGroup(env, exports);
   exports.Set("trimMemory", Napi::Function::New(env, TrimMemory, "trimMemory"));
   return exports;

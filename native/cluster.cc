@@ -212,21 +212,23 @@ Napi::Value ThreadStats(const Napi::CallbackInfo& info) {
 }  // namespace
 
 void RegisterCluster(Napi::Env env, Napi::Object exports) {
-  exports.Set("connect", Napi::Function::New(env, Connect, "connect"));
-  exports.Set("shutdown", Napi::Function::New(env, Shutdown, "shutdown"));
-  exports.Set("fsid", Napi::Function::New(env, Fsid, "fsid"));
-  exports.Set("poolLookup", Napi::Function::New(env, PoolLookup, "poolLookup"));
-  exports.Set("ioctxCreate", Napi::Function::New(env, IoCtxCreate, "ioctxCreate"));
-  exports.Set("ioctxDestroy", Napi::Function::New(env, IoCtxDestroy, "ioctxDestroy"));
-  exports.Set("namespaceCreate", Napi::Function::New(env, NamespaceCreate, "namespaceCreate"));
-  exports.Set("namespaceRemove", Napi::Function::New(env, NamespaceRemove, "namespaceRemove"));
-  exports.Set("namespaceExists", Napi::Function::New(env, NamespaceExists, "namespaceExists"));
-  exports.Set("version", Napi::Function::New(env, Version, "version"));
-  exports.Set("getAddrs", Napi::Function::New(env, GetAddrs, "getAddrs"));
-  exports.Set("blocklistAdd", Napi::Function::New(env, BlocklistAdd, "blocklistAdd"));
-  exports.Set("threadStats", Napi::Function::New(env, ThreadStats, "threadStats"));
-  exports.Set("handleCounts", Napi::Function::New(env, HandleCounts, "handleCounts"));
-  exports.Set("injectCloseError", Napi::Function::New(env, InjectCloseErrorFn, "injectCloseError"));
+  ExportAll(env, exports, {
+      {"connect", Connect},
+      {"shutdown", Shutdown},
+      {"fsid", Fsid},
+      {"poolLookup", PoolLookup},
+      {"ioctxCreate", IoCtxCreate},
+      {"ioctxDestroy", IoCtxDestroy},
+      {"namespaceCreate", NamespaceCreate},
+      {"namespaceRemove", NamespaceRemove},
+      {"namespaceExists", NamespaceExists},
+      {"version", Version},
+      {"getAddrs", GetAddrs},
+      {"blocklistAdd", BlocklistAdd},
+      {"threadStats", ThreadStats},
+      {"handleCounts", HandleCounts},
+      {"injectCloseError", InjectCloseErrorFn},
+  });
 }
 
 }  // namespace vmsnap

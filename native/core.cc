@@ -166,6 +166,16 @@ std::shared_ptr<Progress> MakeProgress(Napi::Env env, Napi::Value callback) {
   return std::make_shared<Progress>(data->tsfn, data->guard, fn);
 }
 
+Napi::Value WithCancel(Napi::Env env, Napi::Value promise, std::shared_ptr<Progress> progress) {
+  Napi::Array out = Napi::Array::New(env, 2);
+  out.Set(0u, promise);
+  out.Set(1u, Napi::Function::New(env, [progress](const Napi::CallbackInfo& info) {
+            progress->Cancel();
+            return info.Env().Undefined();
+          }));
+  return out;
+}
+
 // ---- handles -------------------------------------------------------------
 
 LiveCounts& Live() {
@@ -358,6 +368,10 @@ uint64_t Uint64Arg(const Napi::CallbackInfo& info, size_t i) {
   }
   throw Napi::TypeError::New(info.Env(), "argument " + std::to_string(i) +
                                              " must be a non-negative integer or bigint");
+}
+
+void ExportAll(Napi::Env env, Napi::Object exports, std::initializer_list<Export> fns) {
+  for (const Export& e : fns) exports.Set(e.name, Napi::Function::New(env, e.fn, e.name));
 }
 
 }  // namespace vmsnap

@@ -14,10 +14,16 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
 
 namespace vmsnap {
+
+// Here so that the topic files (image.cc, group.cc, ...) need not each declare them.
+using Napi::CallbackInfo;
+using Napi::Env;
+using Napi::Value;
 
 using Converter = std::function<Napi::Value(Napi::Env)>;
 
@@ -109,6 +115,8 @@ Napi::Error MakeError(Napi::Env env, int r, const char* call);
 Napi::Promise Rejected(Napi::Env env, int r, const char* call);
 
 std::shared_ptr<Progress> MakeProgress(Napi::Env env, Napi::Value callback);
+// [promise, cancel] for a call that takes a progress callback (long-call.ts unpacks it).
+Napi::Value WithCancel(Napi::Env env, Napi::Value promise, std::shared_ptr<Progress> progress);
 
 // Process-wide counts of native resources not yet released, for tests: each successful
 // rados_connect/rados_ioctx_create/rbd_open is matched by exactly one release.
@@ -199,8 +207,21 @@ EnvData* GetEnvData(Napi::Env env);
 std::string StringArg(const Napi::CallbackInfo& info, size_t i);
 uint64_t Uint64Arg(const Napi::CallbackInfo& info, size_t i);
 
+// A JS name and the function behind it; each topic file registers its table with ExportAll.
+struct Export {
+  const char* name;
+  Napi::Value (*fn)(const Napi::CallbackInfo&);
+};
+void ExportAll(Napi::Env env, Napi::Object exports, std::initializer_list<Export> fns);
+
+// One per topic file (cluster.cc, image.cc, ...), called by addon.cc's Init.
 void RegisterCluster(Napi::Env env, Napi::Object exports);
 void RegisterImage(Napi::Env env, Napi::Object exports);
+void RegisterSnapshot(Napi::Env env, Napi::Object exports);
+void RegisterClone(Napi::Env env, Napi::Object exports);
+void RegisterFlatten(Napi::Env env, Napi::Object exports);
+void RegisterMetadata(Napi::Env env, Napi::Object exports);
+void RegisterIo(Napi::Env env, Napi::Object exports);
 void RegisterGroup(Napi::Env env, Napi::Object exports);
 
 }  // namespace vmsnap

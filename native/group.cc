@@ -8,13 +8,10 @@
 #include <vector>
 
 #include "core.h"
+#include "grow.h"
 
 namespace vmsnap {
 namespace {
-
-using Napi::CallbackInfo;
-using Napi::Env;
-using Napi::Value;
 
 // Group calls taking (ioctx, name) and returning 0 or -errno.
 using GroupFn = int (*)(rados_ioctx_t, const char*);
@@ -66,12 +63,9 @@ Value GroupImageList(const CallbackInfo& info) {
   return h->Use(info.Env(), "rbd_group_image_list", [io, group]() -> Outcome {
     size_t n = 16;
     std::vector<rbd_group_image_info_t> v;
-    int r;
-    for (;;) {
-      v.resize(n);
-      r = rbd_group_image_list(io, group.c_str(), v.data(), sizeof(rbd_group_image_info_t), &n);
-      if (r != -ERANGE) break;
-    }
+    int r = GrowUntilFits(
+        [&] { return rbd_group_image_list(io, group.c_str(), v.data(), sizeof(rbd_group_image_info_t), &n); },
+        Sized{v, n});
     if (r < 0) return Fail(r, "rbd_group_image_list");
     struct E { std::string name; int64_t pool; bool attached; };
     std::vector<E> out;
@@ -122,12 +116,9 @@ Value GroupSnapList(const CallbackInfo& info) {
   return h->Use(info.Env(), "rbd_group_snap_list", [io, group]() -> Outcome {
     size_t n = 16;
     std::vector<rbd_group_snap_info_t> v;
-    int r;
-    for (;;) {
-      v.resize(n);
-      r = rbd_group_snap_list(io, group.c_str(), v.data(), sizeof(rbd_group_snap_info_t), &n);
-      if (r != -ERANGE) break;
-    }
+    int r = GrowUntilFits(
+        [&] { return rbd_group_snap_list(io, group.c_str(), v.data(), sizeof(rbd_group_snap_info_t), &n); },
+        Sized{v, n});
     if (r < 0) return Fail(r, "rbd_group_snap_list");
     std::vector<std::pair<std::string, bool>> out;
     for (size_t i = 0; i < n; ++i) {
@@ -150,14 +141,16 @@ Value GroupSnapList(const CallbackInfo& info) {
 }  // namespace
 
 void RegisterGroup(Env env, Napi::Object exports) {
-  exports.Set("groupCreate", Napi::Function::New(env, GroupCreate, "groupCreate"));
-  exports.Set("groupRemove", Napi::Function::New(env, GroupRemove, "groupRemove"));
-  exports.Set("groupImageAdd", Napi::Function::New(env, GroupImageAdd, "groupImageAdd"));
-  exports.Set("groupImageRemove", Napi::Function::New(env, GroupImageRemove, "groupImageRemove"));
-  exports.Set("groupImageList", Napi::Function::New(env, GroupImageList, "groupImageList"));
-  exports.Set("groupSnapCreate", Napi::Function::New(env, GroupSnapCreate, "groupSnapCreate"));
-  exports.Set("groupSnapRemove", Napi::Function::New(env, GroupSnapRemove, "groupSnapRemove"));
-  exports.Set("groupSnapList", Napi::Function::New(env, GroupSnapList, "groupSnapList"));
+  ExportAll(env, exports, {
+      {"groupCreate", GroupCreate},
+      {"groupRemove", GroupRemove},
+      {"groupImageAdd", GroupImageAdd},
+      {"groupImageRemove", GroupImageRemove},
+      {"groupImageList", GroupImageList},
+      {"groupSnapCreate", GroupSnapCreate},
+      {"groupSnapRemove", GroupSnapRemove},
+      {"groupSnapList", GroupSnapList},
+  });
 }
 
 }  // namespace vmsnap

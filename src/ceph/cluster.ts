@@ -70,7 +70,7 @@ export class RadosCluster {
     }
   }
 
-  /** rados_getaddrs: this session's client address(es), the form blocklistAdd takes. */
+  /** rados_getaddrs: this session's client address(es), the form addToBlocklist takes. */
   addrs(): Promise<string> {
     return rbdCall(() => native().getAddrs(this.handle));
   }
@@ -80,7 +80,7 @@ export class RadosCluster {
    * Only for sessions known dead (e.g. a SIGKILLed snapshotter child); needs mon caps for
    * `osd blocklist` (profile rbd has them).
    */
-  blocklistAdd(addr: string, expireSec = 3600): Promise<void> {
+  addToBlocklist(addr: string, expireSec = 3600): Promise<void> {
     return rbdCall(() => native().blocklistAdd(this.handle, addr, expireSec));
   }
 

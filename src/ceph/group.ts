@@ -39,33 +39,33 @@ export function removeGroup(io: IoCtx, name: string): Promise<void> {
 }
 
 /** rbd_group_image_add. */
-export function groupImageAdd(groupIo: IoCtx, group: string, imageIo: IoCtx, image: string): Promise<void> {
+export function addGroupImage(groupIo: IoCtx, group: string, imageIo: IoCtx, image: string): Promise<void> {
   return rbdCall(() => native().groupImageAdd(groupIo.handle, group, imageIo.handle, image));
 }
 
 /** rbd_group_image_remove. */
-export function groupImageRemove(groupIo: IoCtx, group: string, imageIo: IoCtx, image: string): Promise<void> {
+export function removeGroupImage(groupIo: IoCtx, group: string, imageIo: IoCtx, image: string): Promise<void> {
   return rbdCall(() => native().groupImageRemove(groupIo.handle, group, imageIo.handle, image));
 }
 
 /** rbd_group_image_list. */
-export async function groupImageList(io: IoCtx, group: string): Promise<GroupImage[]> {
+export async function listGroupImages(io: IoCtx, group: string): Promise<GroupImage[]> {
   const list = await rbdCall(() => native().groupImageList(io.handle, group));
   return list.map((i) => ({ image: i.image, poolId: i.poolId, state: i.state === 'attached' ? 'attached' : 'incomplete' }));
 }
 
 /** rbd_group_snap_create: one consistent snapshot of every image in the group. Not clonable in Ceph 16. */
-export function groupSnapCreate(io: IoCtx, group: string, snap: string): Promise<void> {
+export function createGroupSnap(io: IoCtx, group: string, snap: string): Promise<void> {
   return rbdCall(() => native().groupSnapCreate(io.handle, group, snap));
 }
 
 /** rbd_group_snap_list. */
-export async function groupSnapList(io: IoCtx, group: string): Promise<GroupSnapInfo[]> {
+export async function listGroupSnaps(io: IoCtx, group: string): Promise<GroupSnapInfo[]> {
   const list = await rbdCall(() => native().groupSnapList(io.handle, group));
   return list.map((s) => ({ name: s.name, state: s.state === 'complete' ? 'complete' : 'incomplete' }));
 }
 
 /** rbd_group_snap_remove. */
-export function groupSnapRemove(io: IoCtx, group: string, snap: string): Promise<void> {
+export function removeGroupSnap(io: IoCtx, group: string, snap: string): Promise<void> {
   return rbdCall(() => native().groupSnapRemove(io.handle, group, snap));
 }

@@ -3,7 +3,7 @@ import { listChildren, parent, type ChildSpec, type ParentSpec } from './clone';
 import { isNotFound, rbdCall } from './errors';
 import { flatten, type FlattenOptions } from './flatten';
 import { runLongCall, type LongCallOptions } from './long-call';
-import { metadataGet, metadataList, metadataRemove, metadataSet } from './metadata';
+import { getMetadata, listMetadata, removeMetadata, setMetadata } from './metadata';
 import { native, type NativeHandle } from './native';
 import {
   createSnap, isSnapProtected, listSnaps, protectSnap, removeSnap, snapExists, unprotectSnap,
@@ -100,10 +100,10 @@ export class Image {
   protectSnap(name: string): Promise<void> { return protectSnap(this, name); }
   unprotectSnap(name: string): Promise<void> { return unprotectSnap(this, name); }
   isSnapProtected(name: string): Promise<boolean> { return isSnapProtected(this, name); }
-  metadataGet(key: string): Promise<string | null> { return metadataGet(this, key); }
-  metadataSet(key: string, value: string): Promise<void> { return metadataSet(this, key, value); }
-  metadataList(): Promise<Record<string, string>> { return metadataList(this); }
-  metadataRemove(key: string): Promise<void> { return metadataRemove(this, key); }
+  getMetadata(key: string): Promise<string | null> { return getMetadata(this, key); }
+  setMetadata(key: string, value: string): Promise<void> { return setMetadata(this, key, value); }
+  listMetadata(): Promise<Record<string, string>> { return listMetadata(this); }
+  removeMetadata(key: string): Promise<void> { return removeMetadata(this, key); }
   flatten(o?: FlattenOptions): Promise<void> { return flatten(this, o); }
 }
 

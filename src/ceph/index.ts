@@ -16,8 +16,8 @@ export { cloneImage, type CloneOptions, type ParentSpec, type ChildSpec } from '
 export type { FlattenOptions } from './flatten';
 export type { LongCallOptions } from './long-call';
 export {
-  createGroup, removeGroup, groupImageAdd, groupImageRemove, groupImageList,
-  groupSnapCreate, groupSnapList, groupSnapRemove, type GroupImage, type GroupSnapInfo,
+  createGroup, removeGroup, addGroupImage, removeGroupImage, listGroupImages,
+  createGroupSnap, listGroupSnaps, removeGroupSnap, type GroupImage, type GroupSnapInfo,
 } from './group';
 export { createNamespace, removeNamespace, namespaceExists } from './namespace';
 export {
@@ -25,5 +25,5 @@ export {
   type CreateSnapsResult, type RemoveSnapsResult, type SnapFailure,
 } from './snapshotter';
 export { SnapshotterPool, laneKey, type SnapshotterPoolOptions, type LaneOptions } from './snapshotter-pool';
-export { omapSet, omapRemove, omapList, type OmapTarget, type OmapCliOptions } from './omap-cli';
+export { setOmapValue, removeOmapKey, listOmapValues, type OmapTarget, type OmapCliOptions } from './omap-cli';
 export { rbdVersion, addonThreadStats, addonHandleCounts, releaseFreedMemory, addonDrained } from './addon-runtime';

@@ -24,6 +24,7 @@ export interface NativeStat {
   blockNamePrefix: string;
 }
 
+// Named after the C call each export wraps, in librbd's word order (rbd_group_snap_create: groupSnapCreate), unlike the verb-noun facade.
 export interface NativeBinding {
   version(): string;
   threadStats(): { threads: number; idle: number; queued: number };

@@ -51,12 +51,12 @@ function rados(o: OmapCliOptions, t: OmapTarget, args: string[]): Promise<string
 }
 
 /** `rados setomapval`: creates the object when absent. */
-export async function omapSet(o: OmapCliOptions, t: OmapTarget, key: string, value: string): Promise<void> {
+export async function setOmapValue(o: OmapCliOptions, t: OmapTarget, key: string, value: string): Promise<void> {
   await rados(o, t, ['setomapval', t.object, key, value]);
 }
 
 /** `rados rmomapkey`; a missing object or key is already removed. */
-export async function omapRemove(o: OmapCliOptions, t: OmapTarget, key: string): Promise<void> {
+export async function removeOmapKey(o: OmapCliOptions, t: OmapTarget, key: string): Promise<void> {
   try {
     await rados(o, t, ['rmomapkey', t.object, key]);
   } catch (err) {
@@ -66,7 +66,7 @@ export async function omapRemove(o: OmapCliOptions, t: OmapTarget, key: string):
 }
 
 /** `rados listomapvals`: every key → value (as UTF-8); empty when the object is absent. */
-export async function omapList(o: OmapCliOptions, t: OmapTarget): Promise<Map<string, string>> {
+export async function listOmapValues(o: OmapCliOptions, t: OmapTarget): Promise<Map<string, string>> {
   let out: string;
   try {
     out = await rados(o, t, ['listomapvals', t.object]);

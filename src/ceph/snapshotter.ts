@@ -319,7 +319,7 @@ export class Snapshotter {
       // Past osd_client_watch_timeout (30 s) the dead session's watches are gone anyway: a
       // blocklist command that hangs longer (no monitor quorum) stops gating this lane.
       const outcome = await Promise.race([
-        cluster.blocklistAdd(addrs, 3600).then(() => undefined, (error: unknown) => ({ error })),
+        cluster.addToBlocklist(addrs, 3600).then(() => undefined, (error: unknown) => ({ error })),
         sleep(EVICT_GIVE_UP_MS).then(() => ({ error: new RbdError(110, 'rados_blocklist_add') })),
       ]);
       this.evictions.push({ addrs, ...outcome });

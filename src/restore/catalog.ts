@@ -24,7 +24,7 @@ export async function readCatalog(io: IoCtx, concurrency = 16): Promise<CatalogI
 
 function readOne(io: IoCtx, name: string): Promise<CatalogImage | null> {
   return readImageIfExists(io, name, async (img) => {
-    const [meta, stat] = await Promise.all([img.metadataList(), img.stat()]);
+    const [meta, stat] = await Promise.all([img.listMetadata(), img.stat()]);
     return { pool: io.pool, name, sizeBytes: stat.size, meta };
   });
 }

@@ -27,7 +27,7 @@ export async function confirmRestore(lv: LibvirtClient, open: (pool: string) => 
     const img = await openImage(io, d.rbd.image, { readOnly: true });
     let previous: string | null;
     try {
-      previous = (await img.metadataGet(RESTORE_META.workflowId)) === workflowId ? await img.metadataGet(RESTORE_META.previous) : null;
+      previous = (await img.getMetadata(RESTORE_META.workflowId)) === workflowId ? await img.getMetadata(RESTORE_META.previous) : null;
     } finally {
       await img.close();
     }
@@ -49,7 +49,7 @@ async function removeReplaced(open: (pool: string) => Promise<IoCtx>, loc: { poo
     return 'already gone';
   }
   try {
-    if ((await img.metadataGet(RESTORE_META.replacedBy)) !== workflowId) return `not marked as replaced by ${workflowId}`;
+    if ((await img.getMetadata(RESTORE_META.replacedBy)) !== workflowId) return `not marked as replaced by ${workflowId}`;
     const snaps = await img.listSnaps();
     if (snaps.length) return `has snapshots: ${snaps.map((s) => s.name).join(', ')}`;
   } finally {

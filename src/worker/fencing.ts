@@ -26,7 +26,7 @@ export class SessionFence {
       const addrs = (await fs.readFile(file, 'utf8').catch(() => '')).trim();
       if (addrs) {
         try {
-          await cluster.blocklistAdd(addrs, 3600);
+          await cluster.addToBlocklist(addrs, 3600);
           fenced.push(addrs);
         } catch (err) {
           log.warn('could not fence a previous session', { session: name, addrs, error: String(err) });

@@ -105,7 +105,7 @@ export class OrphanReaper {
       if (!img) continue;
       let workflowId: string | null;
       try {
-        const meta = await img.metadataList();
+        const meta = await img.listMetadata();
         if (meta[META.owner] !== 'vmsnap' || meta[META.state] === 'complete') continue;
         // Another namespace's or fleet's run is not ours to judge: its workflow id means nothing here.
         if (!inScope(meta, this.deps.scope)) continue;

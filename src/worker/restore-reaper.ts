@@ -85,7 +85,7 @@ function poolsOf(specs: Set<string>): Map<string, Set<string>> {
 }
 
 function metadataOf(io: IoCtx, name: string): Promise<Record<string, string> | null> {
-  return readImageIfExists(io, name, (img) => img.metadataList());
+  return readImageIfExists(io, name, (img) => img.listMetadata());
 }
 
 /** rbd_remove, which refuses an image with snapshots, clones or a watcher (a VM that has it open). */

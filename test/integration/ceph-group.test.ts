@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
-  cloneImage, createGroup, createImage, groupImageAdd, groupImageList, groupImageRemove, groupSnapCreate,
-  groupSnapList, groupSnapRemove, isExists, isNotFound, openImage, removeGroup, removeImage, type IoCtx,
+  cloneImage, createGroup, createImage, addGroupImage, listGroupImages, removeGroupImage, createGroupSnap,
+  listGroupSnaps, removeGroupSnap, isExists, isNotFound, openImage, removeGroup, removeImage, type IoCtx,
 } from '../../src/ceph';
 import { uniqueName } from '../../support/ceph';
 import { cephSuite } from '../helpers/ceph-suite';
@@ -28,15 +28,15 @@ describe('ceph groups and group snapshots', () => {
     cleanups.defer(`group ${group}`, () => removeGroup(io, group));
     expect(isExists(await createGroup(io, group).catch((e: unknown) => e))).toBe(true);
     for (const d of disks) {
-      await groupImageAdd(io, group, io, d);
-      cleanups.defer(`membership ${d}`, () => groupImageRemove(io, group, io, d));
+      await addGroupImage(io, group, io, d);
+      cleanups.defer(`membership ${d}`, () => removeGroupImage(io, group, io, d));
     }
-    expect((await groupImageList(io, group)).map((i) => i.image).sort()).toEqual([...disks].sort());
+    expect((await listGroupImages(io, group)).map((i) => i.image).sort()).toEqual([...disks].sort());
 
     const t0 = performance.now();
-    await groupSnapCreate(io, group, 'gs1');
+    await createGroupSnap(io, group, 'gs1');
     const ms = performance.now() - t0;
-    expect(await groupSnapList(io, group)).toEqual([{ name: 'gs1', state: 'complete' }]);
+    expect(await listGroupSnaps(io, group)).toEqual([{ name: 'gs1', state: 'complete' }]);
 
     // What the member image sees: a snapshot in the 'group' namespace with a generated name.
     const img = await openImage(io, disks[0]!);
@@ -56,9 +56,9 @@ describe('ceph groups and group snapshots', () => {
     // ...nor can the member snapshot be opened by name.
     expect(isNotFound(await openImage(io, disks[0]!, { snap: 'gs1', readOnly: true }).catch((e: unknown) => e))).toBe(true);
 
-    await groupSnapRemove(io, group, 'gs1');
-    expect(await groupSnapList(io, group)).toEqual([]);
-    expect(isNotFound(await groupSnapRemove(io, group, 'gs1').catch((e: unknown) => e))).toBe(true);
+    await removeGroupSnap(io, group, 'gs1');
+    expect(await listGroupSnaps(io, group)).toEqual([]);
+    expect(isNotFound(await removeGroupSnap(io, group, 'gs1').catch((e: unknown) => e))).toBe(true);
   });
 
   it('the approach used instead: one user snapshot per image in one freeze window, each clonable', async () => {

@@ -202,9 +202,9 @@ describe('native handle lifetimes under forced failures', () => {
   it('calls racing close: those before it complete, those after it get EBADF, nothing runs on a freed image', async () => {
     const { c, io } = await ownConnection();
     const img = await openImage(io, name);
-    const before = [img.stat(), img.read(0, 4096), img.metadataList(), img.checksum(), img.listSnaps(), img.features()];
+    const before = [img.stat(), img.read(0, 4096), img.listMetadata(), img.checksum(), img.listSnaps(), img.features()];
     const closing = img.close();
-    const after = Promise.allSettled([img.stat(), img.read(0, 1), img.metadataGet('k'), img.checksum()]);
+    const after = Promise.allSettled([img.stat(), img.read(0, 1), img.getMetadata('k'), img.checksum()]);
     const settledBefore = await Promise.allSettled(before);
     expect(settledBefore.map((s) => s.status)).toEqual(before.map(() => 'fulfilled'));
     await closing;

@@ -94,14 +94,14 @@ describe('ceph image calls', () => {
     await createImage(io, name, MiB);
     cleanups.defer(`image ${name}`, () => removeImage(io, name));
     const img = await cleanups.add(openImage(io, name), (i) => i.close(), `handle ${name}`);
-    expect(await img.metadataGet('vmsnap.owner')).toBeNull();
-    await img.metadataSet('vmsnap.owner', 'wf-123');
-    await img.metadataSet('vmsnap.long', 'x'.repeat(5000));
-    expect(await img.metadataGet('vmsnap.owner')).toBe('wf-123');
-    expect(await img.metadataList()).toEqual({ 'vmsnap.owner': 'wf-123', 'vmsnap.long': 'x'.repeat(5000) });
-    await img.metadataRemove('vmsnap.owner');
-    expect(await img.metadataGet('vmsnap.owner')).toBeNull();
-    expect(isNotFound(await img.metadataRemove('vmsnap.owner').catch((e: unknown) => e))).toBe(true);
+    expect(await img.getMetadata('vmsnap.owner')).toBeNull();
+    await img.setMetadata('vmsnap.owner', 'wf-123');
+    await img.setMetadata('vmsnap.long', 'x'.repeat(5000));
+    expect(await img.getMetadata('vmsnap.owner')).toBe('wf-123');
+    expect(await img.listMetadata()).toEqual({ 'vmsnap.owner': 'wf-123', 'vmsnap.long': 'x'.repeat(5000) });
+    await img.removeMetadata('vmsnap.owner');
+    expect(await img.getMetadata('vmsnap.owner')).toBeNull();
+    expect(isNotFound(await img.removeMetadata('vmsnap.owner').catch((e: unknown) => e))).toBe(true);
   });
 
   it('refuses to remove an image with snapshots (ENOTEMPTY) and calls on a closed handle (EBADF)', async () => {

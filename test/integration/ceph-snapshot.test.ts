@@ -56,6 +56,14 @@ describe('ceph snapshot calls', () => {
     expect(isNotFound(await img.isSnapProtected('a').catch((e: unknown) => e))).toBe(true);
   });
 
+  it('lists more snapshots than the first buffer holds (the addon grows it on ERANGE)', async () => {
+    const img = await cleanups.add(openImage(io, await newImage()), (i) => i.close(), 'handle');
+    // The addon asks rbd_snap_list for 16 first (native/snapshot.cc).
+    const names = Array.from({ length: 20 }, (_, i) => `s${String(i).padStart(2, '0')}`);
+    for (const n of names) await img.createSnap(n);
+    expect((await img.listSnaps()).map((s) => s.name)).toEqual(names);
+  });
+
   it('fails unprotect with EBUSY while a v1 clone exists', async () => {
     const parent = await newImage();
     const img = await cleanups.add(openImage(io, parent), (i) => i.close(), 'handle');

@@ -56,7 +56,7 @@ describe('snapshotter pool: one child per VM in flight', () => {
 
   it("a hung lock owner costs only its own VM's child; a hanging eviction wedges nothing", async () => {
     const [a, b] = [await newImage(), await newImage()];
-    const hangingEvict = { blocklistAdd: () => new Promise<void>(() => {}) } as unknown as RadosCluster;
+    const hangingEvict = { addToBlocklist: () => new Promise<void>(() => {}) } as unknown as RadosCluster;
     const pool = await cleanups.add(new SnapshotterPool({ ...env!, idleCloseMs: 500, laneIdleMs: 120_000, evictWith: hangingEvict }), (p) => p.close(), 'pool');
     const holderA = await startHolder(dir, env!, io, a);
     cleanups.defer('holder A', () => stopHolder(holderA.proc));
