@@ -10,4 +10,6 @@ export interface WatchdogArgs {
   /** CLOCK_MONOTONIC ms: when a window's guard fires, or when a watch ends. */
   deadlineMono: number;
   agentTimeoutSec: number;
+  /** A pipe to write one line to once started (then closed): the guard waits for it before the freeze. */
+  readyFd?: number;
 }

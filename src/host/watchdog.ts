@@ -9,6 +9,7 @@
  *           (and recorded as `<uuid>.late-<ms>` for the worker's metrics). At the end the entry
  *           is removed.
  */
+import { closeSync, writeSync } from 'node:fs';
 import { appendFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -23,6 +24,7 @@ const WATCH_POLL_MS = 250;
 async function main(argv: string[]): Promise<number> {
   if (argv[0] === '--check') return selfCheck(argv[1]);
   const a = JSON.parse(argv[0] ?? '') as WatchdogArgs;
+  if (a.readyFd !== undefined) announceReady(a.readyFd);
   const journal = new FreezeJournal(a.stateDir);
   const stillOurs = async () => (await journal.read(a.domainUuid))?.guardId === a.guardId;
   const log = (message: string, fields: Record<string, unknown> = {}) =>
@@ -87,6 +89,16 @@ async function thawUntilProven(
     backoffMs = Math.min(backoffMs * 2, 5000);
     // Someone else proved the thaw and cleared the entry (the run, the sweeper, an operator).
     if (!(await stillOurs())) return;
+  }
+}
+
+/** Start-up (loading Node and this module) is done: the guard may let the freeze go now. */
+function announceReady(fd: number): void {
+  try {
+    writeSync(fd, 'up\n');
+    closeSync(fd);
+  } catch {
+    // The guard stopped waiting (or died): it is the deadline that matters, not the greeting.
   }
 }
 
