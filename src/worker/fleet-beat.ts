@@ -14,8 +14,12 @@ import { Periodic } from './periodic';
  */
 export class FleetBeat {
   private readonly loop: Periodic<void>;
-  /** Aborts the beat under way at leave(): the worker closes the connection right after. */
-  private readonly leaving = new AbortController();
+  private left = false;
+  /**
+   * The beat under way, aborted at leave(): the worker closes the connection right after. One per
+   * beat: the client's calls leave their listeners on the signal they are given.
+   */
+  private sending?: AbortController;
 
   constructor(
     private readonly client: Client,
@@ -40,7 +44,8 @@ export class FleetBeat {
   async leave(): Promise<void> {
     // A beat still retrying when the connection closes would retry into the closed channel from
     // a timer, an uncaught exception at every clean shutdown: end it first.
-    this.leaving.abort();
+    this.left = true;
+    this.sending?.abort();
     await this.loop.halt();
     await this.client.workflow
       .getHandle(FLEET_REGISTRY_ID)
@@ -52,9 +57,10 @@ export class FleetBeat {
     const lv = await this.libvirt();
     const domains = (await lv.listDomains()).map((d) => ({ name: d.name, uuid: d.uuid }));
     const beat: HostBeat = { ...this.self, sentAt: Date.now(), intervalMs: this.intervalMs, domains };
-    if (this.leaving.signal.aborted) return;
+    if (this.left) return;
+    const sending = (this.sending = new AbortController());
     try {
-      await this.client.withAbortSignal(this.leaving.signal, () =>
+      await this.client.withAbortSignal(sending.signal, () =>
         this.client.workflow.signalWithStart('fleetRegistry', {
           workflowId: FLEET_REGISTRY_ID,
           taskQueue: FLEET_TASK_QUEUE,
@@ -64,7 +70,9 @@ export class FleetBeat {
         }),
       );
     } catch (err) {
-      if (!this.leaving.signal.aborted) throw err;
+      if (!sending.signal.aborted) throw err;
+    } finally {
+      this.sending = undefined;
     }
   }
 }
