@@ -7,7 +7,6 @@
  */
 export class Periodic<T> {
   private timer?: NodeJS.Timeout;
-  private running = false;
   private inFlight?: Promise<T>;
 
   constructor(
@@ -43,13 +42,11 @@ export class Periodic<T> {
    * an operator that asks for a pass must see it fail.
    */
   async run(): Promise<T | undefined> {
-    if (this.running) return undefined;
-    this.running = true;
+    if (this.inFlight) return undefined;
     try {
       this.inFlight = this.pass();
       return await this.inFlight;
     } finally {
-      this.running = false;
       this.inFlight = undefined;
     }
   }
