@@ -36,10 +36,6 @@ export class FleetBeat {
     this.loop.start({ now: true });
   }
 
-  stop(): void {
-    this.loop.stop();
-  }
-
   /** Takes this host out of the registry (clean shutdown). Never throws: a crash cannot call it either. */
   async leave(): Promise<void> {
     // A beat still retrying when the connection closes would retry into the closed channel from
