@@ -1,4 +1,5 @@
 import type { Client } from '@temporalio/client';
+import { WorkflowNotFoundError } from '@temporalio/common';
 import { imageExists, listImages, openImage, removeImage } from '../ceph';
 import { parseDomainXml } from '../libvirt';
 import { IMAGE_SNAP, SNAP_PREFIX } from '../model/naming';
@@ -76,7 +77,7 @@ export class OrphanReaper {
           this.client.workflow
             .getHandle(workflowId)
             .describe()
-            .then((d) => d.status.name as RunStatus, (err: unknown) => ((err as Error).name === 'WorkflowNotFoundError' ? 'NOT_FOUND' : 'UNKNOWN')),
+            .then((d) => d.status.name as RunStatus, (err: unknown) => (err instanceof WorkflowNotFoundError ? 'NOT_FOUND' : 'UNKNOWN')),
         );
       }
       return statuses.get(workflowId)!;
