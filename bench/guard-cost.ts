@@ -14,8 +14,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { FreezeGuard } from '../src/host/freeze-guard';
 import { nowMs, sleep } from './clock';
-import { AGENT_TIMEOUT_SEC, ensureThawed, openLabContext, removeSnapIfAny } from './lab-context';
-import type { Guest, LabContext } from './lab-context';
+import type { Contender } from './contender';
+import { floorContender } from './contender-floor';
+import { AGENT_TIMEOUT_SEC, openLabContext } from './lab-context';
+import type { Guest } from './lab-context';
 import { probeGap } from './probe-gap';
 import { quantile } from './stats';
 
@@ -28,28 +30,20 @@ interface Run {
   probeMs?: number;
 }
 
-async function once(ctx: LabContext, guest: Guest, guard: FreezeGuard | undefined, tag: string): Promise<Omit<Run, 'variant' | 'probeMs'> & { from: number; to: number }> {
-  const snap = `bench-guard-${tag}`;
-  const callOpts = { timeoutMs: AGENT_TIMEOUT_SEC * 1000 + 2000 };
+/** One floor run, with the guard armed around it as freezeGuest/thawGuest arm and release it. */
+async function once(floor: Contender, guest: Guest, guard: FreezeGuard | undefined, tag: string): Promise<Omit<Run, 'variant' | 'probeMs'> & { from: number; to: number }> {
   const armStart = nowMs();
+  if (guard) {
+    await guard.arm({ domainUuid: guest.dom.uuid, domainName: guest.name, owner: `bench/${tag}`, deadlineMs: 10_000, agentTimeoutSec: AGENT_TIMEOUT_SEC });
+  }
   try {
-    if (guard) {
-      await guard.arm({ domainUuid: guest.dom.uuid, domainName: guest.name, owner: `bench/${tag}`, deadlineMs: 10_000, agentTimeoutSec: AGENT_TIMEOUT_SEC });
-    }
-    const start = nowMs();
-    await ctx.libvirt.fsFreeze(guest.dom, undefined, callOpts);
-    const frozeAt = nowMs();
-    await Promise.all(guest.images.map((img) => img.createSnap(snap)));
-    await ctx.libvirt.fsThaw(guest.dom, undefined, callOpts);
-    const thawedAt = nowMs();
-    return { armMs: start - armStart, freezeMs: frozeAt - start, windowMs: thawedAt - start, from: start, to: thawedAt };
+    const t = await floor.run(guest, tag);
+    return { armMs: t.freezeStartMs - armStart, freezeMs: t.breakdown.freeze!, windowMs: t.hostWindowMs, from: t.freezeStartMs, to: t.thawReturnMs };
   } finally {
-    await ensureThawed(ctx, guest);
     if (guard) {
       await guard.release(guest.dom.uuid);
       await guard.clear(guest.dom.uuid);
     }
-    for (const img of guest.images) await removeSnapIfAny(img, snap);
   }
 }
 
@@ -61,6 +55,7 @@ async function main(): Promise<void> {
   const guestName = opt('--guest') ?? ctx.env.guests!.oneDisk;
   const stateDir = mkdtempSync(path.join(os.tmpdir(), 'vmsnap-guard-cost-'));
   const guard = new FreezeGuard({ libvirtUri: ctx.env.libvirt!.uri, stateDir });
+  const floor = floorContender(ctx);
   const out: Run[] = [];
   try {
     const guest = await ctx.guest(guestName);
@@ -68,7 +63,7 @@ async function main(): Promise<void> {
       // Alternate who goes first, so neither always follows the other's snapshot removal.
       const order = round % 2 ? (['guarded', 'floor'] as const) : (['floor', 'guarded'] as const);
       for (const variant of order) {
-        const r = await once(ctx, guest, variant === 'guarded' ? guard : undefined, `${round}-${variant}-${Date.now().toString(36)}`);
+        const r = await once(floor, guest, variant === 'guarded' ? guard : undefined, `${round}-${variant}-${Date.now().toString(36)}`);
         const probe = await probeGap(guest.name, guest.disks.length, r.from, r.to);
         out.push({ variant, armMs: r.armMs, freezeMs: r.freezeMs, windowMs: r.windowMs, ...(probe.gapMs !== undefined ? { probeMs: probe.gapMs } : {}) });
         console.log(`  round ${round + 1}/${runs} ${variant.padEnd(7)} freeze ${r.freezeMs.toFixed(1)} ms, window ${r.windowMs.toFixed(1)} ms, probe ${probe.gapMs?.toFixed(1) ?? '-'} ms`);
