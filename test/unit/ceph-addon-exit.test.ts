@@ -1,10 +1,6 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
-import { addonPath } from '../../src/ceph/native';
 
 /*
  * A CLI command ends while addon calls still run on addon threads (handles closing behind it).
@@ -21,28 +17,13 @@ for (let i = 0; i < 400; i++) native().connect('/nonexistent/ceph.conf', 'admin'
 void addonDrained(10000).then((idle) => process.exit(idle ? 0 : 3));
 `;
 
-/**
- * The two modules as plain JavaScript in a temp dir, as the CLI runs them from dist/: a child
- * started through tsx spends ~0.7 s of its ~1.1 s compiling, 30 times over.
- */
-function transpiled(): { nativeModule: string; runtimeModule: string } {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'vmsnap-addon-exit-'));
-  for (const name of ['native', 'addon-runtime']) {
-    const source = readFileSync(path.resolve(__dirname, `../../src/ceph/${name}.ts`), 'utf8');
-    const { outputText } = ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022, esModuleInterop: true } });
-    writeFileSync(path.join(dir, `${name}.js`), outputText);
-  }
-  return { nativeModule: path.join(dir, 'native.js'), runtimeModule: path.join(dir, 'addon-runtime.js') };
-}
-
 describe('native addon at process exit', () => {
   it('exits cleanly with calls in flight, every time', () => {
-    const { nativeModule, runtimeModule } = transpiled();
-    // Found from src/ by walking up; the temp copy is told where it is.
-    const env = { ...process.env, VMSNAP_RBD_ADDON: addonPath() };
+    const nativeModule = path.resolve(__dirname, '../../src/ceph/native.ts');
+    const runtimeModule = path.resolve(__dirname, '../../src/ceph/addon-runtime.ts');
     const outcomes: string[] = [];
     for (let i = 0; i < 30; i++) {
-      const r = spawnSync(process.execPath, ['-e', SCRIPT, nativeModule, runtimeModule], { encoding: 'utf8', timeout: 30_000, env });
+      const r = spawnSync(process.execPath, ['--require', require.resolve('tsx/cjs'), '-e', SCRIPT, nativeModule, runtimeModule], { encoding: 'utf8', timeout: 30_000 });
       outcomes.push(r.signal ? `signal ${r.signal}` : `exit ${r.status}`);
     }
     expect(outcomes.filter((o) => o !== 'exit 0'), outcomes.join(', ')).toEqual([]);
