@@ -28,6 +28,8 @@ export interface ActivityDeps {
   /** This worker's Temporal namespace and fleet: recorded on everything it makes, matched before removal. */
   scope: RunScope;
   guard: FreezeGuard;
+  /** How far two hosts' wall clocks may disagree (config clockSkewMs): a travelled freeze's deadline is judged with it. */
+  clockSkewMs?: number;
   metrics: Metrics;
   log: Logger;
   /** The fleet registry and run control (Temporal client); set once the worker is connected. */

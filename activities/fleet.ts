@@ -1,8 +1,10 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { isNoDomain } from '../src/libvirt';
 import { FailureType } from '../src/model/failures';
-import { isAlive, isWorthAsking } from '../src/model/fleet';
+import { isAlive, isLost, isWorthAsking } from '../src/model/fleet';
 import type { FleetHost, Presence } from '../src/model/fleet';
+import { imageWatchers } from '../src/ceph';
+import type { FreezeObligation } from '../src/model/freeze-obligation';
 import type { ActivityDeps } from './deps';
 import { during } from './step-error';
 
@@ -25,10 +27,10 @@ export function domainPresence(deps: ActivityDeps) {
 
 /** The registry's hosts, each judged alive (and worth asking) against this worker's clock. */
 export function fleetHosts(deps: ActivityDeps) {
-  return async function fleetHosts(): Promise<(FleetHost & { alive: boolean; ask: boolean })[]> {
+  return async function fleetHosts(): Promise<(FleetHost & { alive: boolean; ask: boolean; lost: boolean })[]> {
     if (!deps.fleet) throw ApplicationFailure.nonRetryable('this worker has no fleet client', FailureType.Unavailable);
     const now = Date.now();
-    return (await deps.fleet.hosts()).map((h) => ({ ...h, alive: isAlive(h, now), ask: isWorthAsking(h, now) }));
+    return (await deps.fleet.hosts()).map((h) => ({ ...h, alive: isAlive(h, now), ask: isAlive(h, now) || (h.drainingSince === undefined && isWorthAsking(h, now)), lost: isLost(h, now) }));
   };
 }
 
@@ -41,5 +43,34 @@ export function terminateLostRun(deps: ActivityDeps) {
   return async function terminateLostRun(req: { workflowId: string; reason: string }): Promise<void> {
     if (!deps.fleet) throw ApplicationFailure.nonRetryable('this worker has no fleet client', FailureType.Unavailable);
     await deps.fleet.terminate(req.workflowId, req.reason);
+  };
+}
+
+/** The hand-off's first question each look: is this freeze still owed a thaw? */
+export function freezeObligationOpen(deps: ActivityDeps) {
+  return async function freezeObligationOpen(req: { domainUuid: string; freezeId: string }): Promise<boolean> {
+    return (await deps.guard.obligationOf(req.domainUuid))?.freezeId === req.freezeId;
+  };
+}
+
+/**
+ * "Found on no live host" is a reason to keep looking (a host may be down, restarting, not yet
+ * rolled out); "no QEMU anywhere has one of its disks open" is proof that nothing runs the guest,
+ * so nothing is frozen: the obligation is resolved. Without recorded disks there is no proof.
+ */
+export function obligationRunningNowhere(deps: ActivityDeps) {
+  return async function obligationRunningNowhere(req: { domainUuid: string; freezeId?: string; disks: FreezeObligation['disks'] }): Promise<boolean> {
+    if (!req.disks.length) return false;
+    for (const d of req.disks) if ((await imageWatchers(deps.radosCli, d)).length) return false;
+    await deps.guard.resolve(req.domainUuid, req.freezeId);
+    deps.log.warn('freeze obligation resolved: the guest runs nowhere (no host runs it, none of its disks is open)', { domainUuid: req.domainUuid, freezeId: req.freezeId });
+    return true;
+  };
+}
+
+/** The open obligation of a domain, if any: what a lost host's router hands over before it ends the run. */
+export function freezeObligationOf(deps: ActivityDeps) {
+  return async function freezeObligationOf(req: { domainUuid: string }): Promise<FreezeObligation | null> {
+    return (await deps.guard.obligationOf(req.domainUuid)) ?? null;
   };
 }

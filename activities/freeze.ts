@@ -8,6 +8,7 @@ import { restoreAgentTimeout } from '../src/host/agent-timeout-restore';
 import { thawAndConfirm } from '../src/host/thaw-confirm';
 import { FailureType } from '../src/model/failures';
 import type { FreezeRequest, FreezeResult } from '../src/model/types';
+import { judgeArrival } from '../src/model/freeze-obligation';
 import type { ActivityDeps } from './deps';
 import { during, StepError } from './step-error';
 
@@ -28,14 +29,16 @@ export function freezeGuest(deps: ActivityDeps) {
       await lv.setAgentResponseTimeout(dom, req.agentTimeoutSec);
       return { dom, previousAgentTimeout };
     });
-    await deps.guard.arm({
+    const armed = await deps.guard.arm({
       domainUuid: req.domainUuid,
       domainName: req.domainName,
       owner: req.owner,
       deadlineMs: req.deadlineMs,
       agentTimeoutSec: req.agentTimeoutSec,
       ...(previousAgentTimeout !== undefined ? { previousAgentTimeout } : {}),
+      ...(req.disks ? { disks: req.disks } : {}),
     });
+    const freezeId = armed.freezeId;
     deps.metrics.add(M.frozenGuests, 1);
     await faultPoint('freeze:before-call');
     const startedAt = nowMs();
@@ -45,7 +48,7 @@ export function freezeGuest(deps: ActivityDeps) {
       const returnedAt = nowMs();
       const returnedMono = monoMs();
       await faultPoint('freeze:after');
-      return { frozenFilesystems, startedAt, returnedAt, startedMono, returnedMono };
+      return { frozenFilesystems, startedAt, returnedAt, startedMono, returnedMono, ...(freezeId ? { freezeId } : {}) };
     } catch (err) {
       deps.metrics.inc(M.failures, { step: 'freeze' });
       if (isFrozenState(err)) {
@@ -85,7 +88,21 @@ async function standDownIfFrozen(deps: ActivityDeps, lv: LibvirtClient, dom: Dom
   if (journaled) {
     throw ApplicationFailure.retryable(`${req.domainName} is frozen by another vmsnap run (${journaled.owner})`, FailureType.DomainBusy);
   }
-  throw frozenByOther(req.domainName, 'guest-fsfreeze-status says frozen and this host has no record of freezing it');
+  // Frozen by vmsnap on another host and carried here by a migration: past its deadline it is owed
+  // a thaw (honoured now, as arrivals would); before it, that run's window may still be open.
+  const open = await deps.guard.obligationOf(req.domainUuid);
+  if (open) {
+    const verdict = judgeArrival(open, Date.now(), deps.clockSkewMs ?? 1000);
+    if (verdict.act === 'wait') {
+      throw ApplicationFailure.retryable(`${req.domainName} is frozen by vmsnap run ${open.owner} (frozen on ${open.host}) until ${new Date(verdict.untilMs).toISOString()}`, FailureType.DomainBusy);
+    }
+    await thawAndConfirm(lv, req.domainUuid, open.agentTimeoutSec);
+    await deps.guard.resolve(req.domainUuid, open.freezeId);
+    deps.metrics.inc(M.thaws, { layer: 'arrival' });
+    deps.log.warn('thawed an overdue freeze vmsnap made on another host before freezing', { domain: req.domainName, owner: open.owner, frozenOn: open.host });
+    return;
+  }
+  throw frozenByOther(req.domainName, 'guest-fsfreeze-status says frozen and no vmsnap host has a record of freezing it');
 }
 
 export function frozenByOther(domain: string, why: string): ApplicationFailure {

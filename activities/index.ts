@@ -4,7 +4,7 @@ import { checkTargets } from './targets';
 import { freezeGuest } from './freeze';
 import { snapshotDisks } from './snapshot';
 import { forgetFreeze, thawArrivedGuest, thawGuest } from './thaw';
-import { domainPresence, fleetHosts, terminateLostRun } from './fleet';
+import { domainPresence, fleetHosts, freezeObligationOf, freezeObligationOpen, obligationRunningNowhere, terminateLostRun } from './fleet';
 import { cloneDisk } from './clone';
 import { flattenDisk } from './flatten';
 import { finalizeDisk } from './finalize';
@@ -36,6 +36,9 @@ export function createActivities(deps: ActivityDeps) {
     domainPresence: domainPresence(deps),
     fleetHosts: fleetHosts(deps),
     terminateLostRun: terminateLostRun(deps),
+    freezeObligationOpen: freezeObligationOpen(deps),
+    freezeObligationOf: freezeObligationOf(deps),
+    obligationRunningNowhere: obligationRunningNowhere(deps),
     cloneDisk: cloneDisk(deps),
     flattenDisk: flattenDisk(deps),
     finalizeDisk: finalizeDisk(deps),

@@ -59,6 +59,8 @@ export function inspectDomain(deps: ActivityDeps) {
 async function failIfFrozenByOther(deps: ActivityDeps, dom: DomainRef, agentTimeoutSec: number): Promise<void> {
   const status = await during('read guest-fsfreeze-status', async () => (await deps.libvirt()).fsFreezeStatus(dom, agentTimeoutSec));
   if (status !== 'frozen' || (await deps.guard.read(dom.uuid))) return;
+  // A freeze vmsnap made on another host (the guest migrated frozen): the freeze step judges it.
+  if (await during('read freeze obligations', () => deps.guard.obligationOf(dom.uuid))) return;
   throw frozenByOther(dom.name, 'guest-fsfreeze-status says frozen and this host has no record of freezing it');
 }
 

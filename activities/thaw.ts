@@ -3,6 +3,7 @@ import { monoMs, nowMs } from '../src/host/clock';
 import { M } from '../src/host/metrics';
 import { restoreAgentTimeout } from '../src/host/agent-timeout-restore';
 import { thawAndConfirm } from '../src/host/thaw-confirm';
+import { isOverdue } from '../src/host/freeze-journal';
 import type { ThawOutcome } from '../src/host/thaw-confirm';
 import { FailureType } from '../src/model/failures';
 import type { ThawRequest, ThawResult } from '../src/model/types';
@@ -40,10 +41,13 @@ export function thawArrivedGuest(deps: ActivityDeps) {
 }
 
 async function thawArrived(deps: ActivityDeps, req: ThawRequest): Promise<ThawResult> {
-  if (await deps.guard.read(req.domainUuid)) {
-    // That window is this host's own run's to end; thawing here would cut its snapshot short.
+  const local = await deps.guard.read(req.domainUuid);
+  // Only a live window of ANOTHER freeze is this host's own run's to end (thawing would cut its
+  // snapshot short). The same freeze back on its freezing host (A → B → A) is thawed here.
+  const sameFreeze = req.freezeId ? local?.freezeId === req.freezeId : local?.owner === req.owner;
+  if (local && local.mode === 'window' && !isOverdue(local) && !sameFreeze) {
     const t = nowMs();
-    deps.log.warn('hand-off thaw skipped: this host holds its own freeze of the domain', { domain: req.domainName, owner: req.owner });
+    deps.log.warn('hand-off thaw skipped: this host holds its own freeze of the domain', { domain: req.domainName, owner: req.owner, localOwner: local.owner });
     return { thawedFilesystems: 0, startedAt: t, returnedAt: t, skippedForLocalFreeze: true };
   }
   return thawHere(deps, req);
@@ -78,6 +82,11 @@ async function thawHere(deps: ActivityDeps, req: ThawRequest): Promise<ThawResul
   } else {
     await deps.guard.clear(req.domainUuid);
   }
+  if (r.outcome === 'thawed') {
+    // The obligation goes with the proven thaw (clear resolved the journaled one already).
+    const open = req.freezeId ?? (req.lateFreezeWatchMs ? journaled?.freezeId : undefined);
+    if (open) await deps.guard.resolve(req.domainUuid, open);
+  }
   if (journaled?.mode === 'window' && r.outcome !== 'gone') deps.metrics.add(M.frozenGuests, -1);
   const thawedFilesystems = r.outcome === 'thawed' ? r.thawedFilesystems : 0;
   const layer = guardFiredAt ? 'guard' : req.thawedBy;
@@ -103,14 +112,17 @@ async function thawHere(deps: ActivityDeps, req: ThawRequest): Promise<ThawResul
   };
 }
 
-/** After a hand-off proved the guest thawed where it runs now: this host's entry may go. */
+/**
+ * The run's guest left this host frozen: this host's part ends (watchdog stopped, journal entry
+ * gone) and the freeze's obligation, kept, is handed to the host the guest runs on now and to the
+ * run's hand-off workflow.
+ */
 export function forgetFreeze(deps: ActivityDeps) {
   return async function forgetFreeze(req: { domainUuid: string; owner: string }): Promise<{ forgotten: boolean }> {
     const entry = await deps.guard.read(req.domainUuid);
     // Only the run's own entry: a newer freeze of this domain on this host is somebody's window.
     if (!entry || entry.owner !== req.owner) return { forgotten: false };
-    await deps.guard.release(req.domainUuid);
-    await deps.guard.clear(req.domainUuid);
+    await deps.guard.handOver(req.domainUuid);
     if (entry.mode === 'window') deps.metrics.add(M.frozenGuests, -1);
     return { forgotten: true };
   };

@@ -112,6 +112,32 @@ migration_port_max = ${MIGRATION_PORTS[1]}
 CONF
 }
 
+# install_hook: vmsnap's QEMU hook (deploy/libvirt-hook-qemu) as this libvirtd's
+# /etc/libvirt/hooks/qemu, as an operator installs it, with the arrival guard's settings beside it
+# (a stock host reads them from /etc/default/vmsnap). Before the daemon starts: libvirtd looks for
+# hook scripts only then. The guard's log: $LV_DIR/vmsnap/guard.log.
+install_hook() {
+  local ceph_conf keyring
+  ceph_conf="$(source "$VMSNAP_LAB_ENV" && echo "${CEPH_CONF:-}")"
+  keyring="$(source "$VMSNAP_LAB_ENV" && echo "${CEPH_VMSNAP_KEYRING:-}")"
+  [[ -n "$ceph_conf" ]] || die "$WHO" "no Ceph in the lab env: the arrival guard needs it (LAB_COMPONENTS must list ceph before libvirt)"
+  mkdir -p "$LV_DIR/etc/hooks" "$LV_DIR/vmsnap"
+  install -m 0755 "$REPO/deploy/libvirt-hook-qemu" "$LV_DIR/etc/hooks/qemu"
+  cat >"$LV_DIR/etc/hooks/vmsnap.env" <<ENV
+# written by lab/libvirt.sh (host $HOST_NAME): the arrival guard's settings
+VMSNAP_BIN=$REPO/bin/vmsnap.js
+VMSNAP_HOST=$HOST_NAME
+VMSNAP_LIBVIRT_URI=$URI
+VMSNAP_STATE_DIR=$LV_DIR/vmsnap/state
+VMSNAP_CEPH_CONF=$ceph_conf
+VMSNAP_CEPH_ID=vmsnap
+VMSNAP_CEPH_KEYRING=$keyring
+VMSNAP_IMAGE_POOL=images
+VMSNAP_HOOK_LOG=$LV_DIR/vmsnap/guard.log
+VMSNAP_HOOK_DISABLE_FILE=$LV_DIR/vmsnap/hook-off
+ENV
+}
+
 host_uuid() { [[ -f "$CONF" ]] && sed -n 's/^host_uuid = "\(.*\)"$/\1/p' "$CONF"; return 0; }
 
 # seed_cache: host B starts from a copy of host A's QEMU capability cache (answers in ~1 s instead
@@ -159,6 +185,7 @@ host_up() {
     # (a libvirtd configured by an older lab/libvirt.sh, without host_uuid, restarts: its QEMUs keep running)
     stop_pidfile "$PIDFILE" "$CONF" 10
     write_config
+    install_hook
     seed_cache
     start_daemon
   fi
@@ -173,6 +200,8 @@ ${key}_URI $URI
 ${key}_LAB_DIR $LV_DIR
 ${key}_HOST_UUID $(host_uuid)
 ${status}_STATUS_DIR $LV_DIR/run/qemu
+${key}_GUARD_LOG $LV_DIR/vmsnap/guard.log
+${key}_HOOK_OFF $LV_DIR/vmsnap/hook-off
 VMSNAP_LAB_HOST_${1:-A} $HOST_NAME
 ENV
 }

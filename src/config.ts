@@ -58,8 +58,19 @@ export const ConfigSchema = z.strictObject({
   maxWindowsPerHost: z.number().int().min(1).max(64).default(4),
   /** At most this many vmsnap freeze windows (each takes the snapshots) at once per Ceph cluster. */
   maxSnapshotsPerCluster: z.number().int().min(1).max(1024).default(16),
-  /** How often this host announces itself (and its running VMs) to the fleet registry; lost after 3 missed. */
+  /** How often this host announces itself (and its running VMs) to the fleet registry. */
   fleetBeatMs: z.number().int().min(500).max(600_000).default(10_000),
+  /**
+   * How long a host must be silent before the fleet calls it lost and ends its routed runs (three
+   * times as long after it said it is stopping: a maintenance restart is not a death). A worker
+   * restart inside it loses no run: Temporal resumes them.
+   */
+  fleetHostLostAfterMs: z.number().int().min(3000).max(24 * 3600_000).default(600_000),
+  /**
+   * How far two hosts' wall clocks may disagree (NTP). A freeze that travelled with its guest is
+   * ended by the host it runs on no earlier than its deadline plus this.
+   */
+  clockSkewMs: z.number().int().min(0).max(600_000).default(1000),
   /** How often the worker looks for leftovers of runs that ended uncompensated (terminated). */
   reapIntervalMs: z.number().int().min(500).max(24 * 3600_000).default(60_000),
   /**
@@ -122,6 +133,8 @@ export function fromEnv(env: NodeJS.ProcessEnv): ConfigOverrides {
     bulkConcurrency: num(env.VMSNAP_BULK_CONCURRENCY),
     sweepIntervalMs: num(env.VMSNAP_SWEEP_INTERVAL_MS),
     fleetBeatMs: num(env.VMSNAP_FLEET_BEAT_MS),
+    fleetHostLostAfterMs: num(env.VMSNAP_FLEET_HOST_LOST_AFTER_MS),
+    clockSkewMs: num(env.VMSNAP_CLOCK_SKEW_MS),
     maxWindowsPerHost: num(env.VMSNAP_MAX_WINDOWS_PER_HOST),
     maxSnapshotsPerCluster: num(env.VMSNAP_MAX_SNAPSHOTS_PER_CLUSTER),
     reapIntervalMs: num(env.VMSNAP_REAP_INTERVAL_MS),

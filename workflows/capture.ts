@@ -1,5 +1,5 @@
 import { ApplicationFailure, TemporalFailure } from '@temporalio/common';
-import { executeChild, isCancellation, log, patched, uuid4, workflowInfo } from '@temporalio/workflow';
+import { ParentClosePolicy, WorkflowIdReusePolicy, condition, executeChild, isCancellation, log, patched, startChild, uuid4, workflowInfo } from '@temporalio/workflow';
 import { FailureType } from '../src/model/failures';
 import type { SnapshotInput } from '../src/model/input';
 import { judgeFreeze } from '../src/model/quiesce-truth';
@@ -10,6 +10,8 @@ import { cleanup, freezeWindow, prepareLocal, thawEscalated, thawLocal } from '.
 import type { Compensations } from './compensations';
 import type { Progress } from './progress';
 import { thawWherever } from './thaw-wherever';
+import { handOffFreeze } from './hand-off';
+import type { HandOffResult } from './hand-off';
 
 /**
  * freeze → snapshot every disk → thaw, with the thaw compensation registered before the freeze
@@ -21,7 +23,8 @@ export async function captureDisks(plan: SnapshotPlan, input: SnapshotInput, sag
   const workflowId = input.routedBy ?? ownId;
   const window = freezeWindow(input);
   const owner = `${ownId}/${runId}`;
-  const dom = { domainUuid: plan.domain.uuid, domainName: plan.domain.name, agentTimeoutSec: input.agentTimeoutSec, owner };
+  const dom: Dom = { domainUuid: plan.domain.uuid, domainName: plan.domain.name, agentTimeoutSec: input.agentTimeoutSec, owner };
+  const disks = plan.disks.map((d) => ({ pool: d.source.pool, image: d.source.image, ...(d.source.namespace ? { namespace: d.source.namespace } : {}) }));
   let thawed = !plan.freeze;
   // Until the freeze call has answered, a freeze may still land in the guest: the thaw that
   // undoes it must also watch for a late one.
@@ -56,9 +59,10 @@ export async function captureDisks(plan: SnapshotPlan, input: SnapshotInput, sag
     freezeAsked = true;
     try {
       freeze = await window.freezeGuest.executeWithOptions({ summary: `freeze ${plan.domain.name}` }, [
-        { ...dom, deadlineMs: input.freezeDeadlineMs, owner },
+        { ...dom, deadlineMs: input.freezeDeadlineMs, owner, disks },
       ]);
       freezeAnswered = true;
+      if (freeze.freezeId) dom.freezeId = freeze.freezeId;
     } catch (err) {
       if (failureType(err) === FailureType.GuestFrozenByOther && patched('thaw-only-own-freezes')) {
         // Somebody else's freeze: nothing of ours to thaw, and theirs must stay.
@@ -113,8 +117,9 @@ export async function captureDisks(plan: SnapshotPlan, input: SnapshotInput, sag
   let thaw: ThawResult | undefined;
   if (freeze && !thawed) {
     progress.phase('thaw');
+    const { freezeId: _f, ...thawDom } = dom;
     thaw = await thawLocal(input, 3).thawGuest.executeWithOptions({ summary: `thaw ${plan.domain.name}` }, [
-      { ...dom, thawedBy: 'workflow' },
+      { ...thawDom, thawedBy: 'workflow' },
     ]);
     thaw = await thawWhereItRuns(dom, thaw);
     thawed = true;
@@ -132,13 +137,23 @@ export async function captureDisks(plan: SnapshotPlan, input: SnapshotInput, sag
 }
 
 /** Local retries first; past them, escalate to a server-tracked activity that retries until done. */
+interface Dom {
+  domainUuid: string;
+  domainName: string;
+  agentTimeoutSec: number;
+  owner: string;
+  /** Set once the freeze answered: its obligation, which a hand-off resolves. */
+  freezeId?: string;
+}
+
 async function thawUntilDone(
   input: SnapshotInput,
-  dom: { domainUuid: string; domainName: string; agentTimeoutSec: number; owner: string },
+  dom: Dom,
   progress: Progress,
   lateFreezeWatchMs: number,
 ): Promise<ThawResult> {
-  const req = { ...dom, thawedBy: 'compensation' as const, ...(lateFreezeWatchMs ? { lateFreezeWatchMs } : {}) };
+  const { freezeId: _f, ...thawDom } = dom;
+  const req = { ...thawDom, thawedBy: 'compensation' as const, ...(lateFreezeWatchMs ? { lateFreezeWatchMs } : {}) };
   let thaw: ThawResult;
   try {
     thaw = await thawLocal(input, 5).thawGuest.executeWithOptions({ summary: `thaw ${dom.domainName} (compensation)` }, [req]);
@@ -154,22 +169,52 @@ async function thawUntilDone(
 const FOLLOWS_MIGRATION = 'vmsnap-thaw-follows-migration';
 /** Histories from before it thawed (and watched 60 s) after a failure ahead of the freeze. */
 const THAW_ONLY_AFTER_FREEZE_ASKED = 'vmsnap-thaw-only-after-freeze-asked';
+/**
+ * Histories from before a freeze was an obligation (thawWherever, which gave up after 30 s).
+ * Retire when no run begun before 2026-12-02 is open (runs end within their own timeouts; the
+ * replay set keeps one such history): then the else branch and thawWherever go.
+ */
+const FREEZE_OBLIGATION = 'vmsnap-freeze-obligation';
+/** How long the run waits for its hand-off before it reports the thaw as pending (the hand-off goes on). */
+const HANDOFF_WAIT_MS = 120_000;
 
 /**
  * This host says the domain is gone: it may run frozen on another host (a live migration carries
- * the freeze along). The fleet's one hand-off thaws it where it runs; then this host's journal
- * entry goes. Histories recorded before the hand-off existed replay without it.
+ * the freeze along). The freeze's hand-off — a workflow of its own that outlives this run and never
+ * gives up — thaws it where it runs; this host's part ends. The run reports what it knows when it
+ * stops waiting: thawed there (and when), ended there by the destination's own layers, or pending.
  */
-async function thawWhereItRuns(dom: { domainUuid: string; domainName: string; agentTimeoutSec: number; owner: string }, thaw: ThawResult): Promise<ThawResult> {
+async function thawWhereItRuns(dom: Dom, thaw: ThawResult): Promise<ThawResult> {
   if (!thaw.domainGone || !patched(FOLLOWS_MIGRATION)) return thaw;
   const { workflowId, taskQueue } = workflowInfo();
-  const moved = await executeChild(thawWherever, {
+  if (!patched(FREEZE_OBLIGATION)) {
+    const moved = await executeChild(thawWherever, {
+      taskQueue: FLEET_TASK_QUEUE,
+      workflowId: `${workflowId}.handoff.${uuid4()}`,
+      args: [{ domainUuid: dom.domainUuid, domainName: dom.domainName, agentTimeoutSec: dom.agentTimeoutSec, fromHost: taskQueue, owner: dom.owner }],
+    });
+    await prepareLocal().forgetFreeze.executeWithOptions({ summary: `forget ${dom.domainName}'s freeze on this host` }, [{ domainUuid: dom.domainUuid, owner: dom.owner }]);
+    if (moved.outcome !== 'thawed') return thaw;
+    const { startedMono: _s, returnedMono: _r, ...wall } = moved.thaw;
+    return { ...wall, thawedOn: moved.host };
+  }
+  const handOffId = `vmsnap-handoff-${dom.freezeId ?? `${workflowId}.${uuid4()}`}`;
+  const child = await startChild(handOffFreeze, {
     taskQueue: FLEET_TASK_QUEUE,
-    workflowId: `${workflowId}.handoff.${uuid4()}`,
-    args: [{ domainUuid: dom.domainUuid, domainName: dom.domainName, agentTimeoutSec: dom.agentTimeoutSec, fromHost: taskQueue, owner: dom.owner }],
+    workflowId: handOffId,
+    parentClosePolicy: ParentClosePolicy.ABANDON,
+    workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
+    args: [{ domainUuid: dom.domainUuid, domainName: dom.domainName, agentTimeoutSec: dom.agentTimeoutSec, fromHost: taskQueue, owner: dom.owner, ...(dom.freezeId ? { freezeId: dom.freezeId } : {}) }],
   });
-  await prepareLocal().forgetFreeze.executeWithOptions({ summary: `forget ${dom.domainName}'s freeze on this host` }, [{ domainUuid: dom.domainUuid, owner: dom.owner }]);
-  if (moved.outcome !== 'thawed') return thaw;
+  await prepareLocal().forgetFreeze.executeWithOptions({ summary: `hand ${dom.domainName}'s freeze over to ${handOffId}` }, [{ domainUuid: dom.domainUuid, owner: dom.owner }]);
+  let moved: HandOffResult | undefined;
+  void child.result().then((r) => (moved = r), () => undefined);
+  await condition(() => moved !== undefined, HANDOFF_WAIT_MS);
+  if (!moved) {
+    log.warn('guest migrated while frozen; its thaw there is not proven yet, the hand-off goes on', { domain: dom.domainName, handOff: handOffId });
+    return { ...thaw, handOff: { outcome: 'pending', workflowId: handOffId } };
+  }
+  if (moved.outcome !== 'thawed') return { ...thaw, handOff: { outcome: moved.outcome, workflowId: handOffId, ...(moved.outcome === 'nowhere' ? { message: moved.message } : {}) } };
   log.warn('guest migrated while frozen; thawed where it runs now', { domain: dom.domainName, host: moved.host });
   const { startedMono: _s, returnedMono: _r, ...wall } = moved.thaw;
   return { ...wall, thawedOn: moved.host };

@@ -1,9 +1,9 @@
 import { condition, continueAsNew, defineQuery, defineSignal, setHandler, workflowInfo } from '@temporalio/workflow';
-import { applyBeat, forgetStale } from '../src/model/fleet';
+import { applyBeat, applyDrain, forgetStale } from '../src/model/fleet';
 import type { FleetHost, HostBeat } from '../src/model/fleet';
 
 export const hostBeatSignal = defineSignal<[HostBeat]>('hostBeat');
-/** A worker shutting down cleanly: its host leaves at once instead of being lost after 3 beats. */
+/** A worker shutting down cleanly: its host drains ("back soon"), it is not gone. */
 export const hostLeftSignal = defineSignal<[{ host: string; identity: string }]>('hostLeft');
 /** Every host the registry heard of in the last day, with its last beat and when it came. */
 export const fleetQuery = defineQuery<FleetHost[]>('fleet');
@@ -20,10 +20,7 @@ export async function fleetRegistry(state: { hosts?: Record<string, FleetHost> }
     hosts = applyBeat(hosts, beat, Date.now());
   });
   setHandler(hostLeftSignal, ({ host, identity }) => {
-    // Only the worker that beat last may take its host out (a restarted one has a new identity).
-    if (hosts[host]?.identity !== identity) return;
-    const { [host]: _left, ...rest } = hosts;
-    hosts = rest;
+    hosts = applyDrain(hosts, host, identity, Date.now());
   });
   setHandler(fleetQuery, () => Object.values(hosts).sort((a, b) => a.host.localeCompare(b.host)));
   // A beat is one signal event: history grows without bound unless the registry starts over,

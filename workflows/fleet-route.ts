@@ -1,7 +1,7 @@
 import { ApplicationFailure, ChildWorkflowFailure } from '@temporalio/common';
-import { CancellationScope, isCancellation, sleep, startChild, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { CancellationScope, ParentClosePolicy, isCancellation, patched, sleep, startChild, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { FailureType } from '../src/model/failures';
-import { LOST_AFTER_INTERVALS, MAX_RELOCATIONS } from '../src/model/fleet';
+import { FLEET_TASK_QUEUE, LOST_AFTER_INTERVALS, MAX_RELOCATIONS, hostWatchMs } from '../src/model/fleet';
 import type { Relocation } from '../src/model/fleet';
 import type { SnapshotInput, SnapshotRequest } from '../src/model/input';
 import { SA } from '../src/model/search-attributes';
@@ -9,6 +9,7 @@ import type { SnapshotResult } from '../src/model/types';
 import { failureType, messageOf } from './capture';
 import { fleetOps, locate } from './locate';
 import { Progress } from './progress';
+import { handOffFreeze } from './hand-off';
 
 /** The first check of a run's host still beating; then every LOST_AFTER_INTERVALS of its beats. */
 const HOST_WATCH_MS = 30_000;
@@ -52,7 +53,7 @@ export async function routeSnapshot(input: SnapshotInput, request: SnapshotReque
       args: [{ ...request, routedBy: workflowId }],
     });
     try {
-      const result = (await raceHostLoss(child.result() as Promise<SnapshotResult>, at.host, childId)) as SnapshotResult;
+      const result = (await raceHostLoss(child.result() as Promise<SnapshotResult>, at.host, childId, at.uuid)) as SnapshotResult;
       progress.phase('done');
       upsertSearchAttributes([
         { key: SA.quiesced, value: result.quiesced },
@@ -84,16 +85,36 @@ function unwrapChild(err: unknown): unknown {
 }
 
 /**
- * The child's result, unless its host stops beating first. The watch runs in its own scope, so
- * it stops with the child; a lost host's child is terminated (its tasks cannot be served) and
- * the run fails HostLost, retryable: a retry finds the VM wherever it was restarted.
+ * Histories from before a host was lost only on a long silence (it was lost after 3 missed beats,
+ * or at once when missing from the registry). Retire with FREEZE_OBLIGATION in capture.ts.
  */
-async function raceHostLoss<T>(result: Promise<T>, host: string, childId: string): Promise<T> {
+const LONG_SILENCE = 'vmsnap-host-lost-on-long-silence';
+
+/**
+ * The child's result, unless its host is lost first. The watch runs in its own scope, so it stops
+ * with the child. Lost means a positive, long record of silence (isLost): a registry that cannot
+ * be read, that does not know the host (new, or started over), or a host that drains for a restart
+ * never ends a run — Temporal resumes it when the worker is back. A lost host's freeze of the
+ * domain is handed over before its child is terminated, and the run fails HostLost, retryable.
+ */
+async function raceHostLoss<T>(result: Promise<T>, host: string, childId: string, domainUuid: string): Promise<T> {
   const watch = new CancellationScope();
   let lostBecause: string | undefined;
+  const longSilence = patched(LONG_SILENCE);
   const lost = watch.run(async () => {
-    for (let every = HOST_WATCH_MS; ; ) {
+    for (let every = longSilence ? hostWatchMs(undefined) : HOST_WATCH_MS; ; ) {
       await sleep(every);
+      if (longSilence) {
+        const h = (await fleetOps().fleetHosts().catch(() => undefined))?.find((x) => x.host === host);
+        if (!h) continue;
+        every = hostWatchMs(h);
+        if (!h.lost) continue;
+        const reason = `host ${host} has been silent since ${new Date(h.seenAt).toISOString()}${h.drainingSince !== undefined ? ' (it said it was stopping)' : ''}: lost`;
+        lostBecause = reason;
+        await handOverFreeze(domainUuid, host);
+        await fleetOps().terminateLostRun.executeWithOptions({ summary: `terminate ${childId}: ${host} lost` }, [{ workflowId: childId, reason }]);
+        throw ApplicationFailure.retryable(reason, FailureType.HostLost);
+      }
       const h = (await fleetOps().fleetHosts()).find((x) => x.host === host);
       if (!h?.alive) {
         const reason = `host ${host} stopped announcing itself (last seen ${h ? new Date(h.seenAt).toISOString() : 'never'})`;
@@ -114,5 +135,24 @@ async function raceHostLoss<T>(result: Promise<T>, host: string, childId: string
     throw err;
   } finally {
     watch.cancel();
+  }
+}
+
+/**
+ * A lost host may have left the guest frozen (its run's window, or a freeze that travelled): the
+ * open obligation gets its hand-off, which outlives this run, before the run there is ended.
+ */
+async function handOverFreeze(domainUuid: string, host: string): Promise<void> {
+  const open = await fleetOps().freezeObligationOf({ domainUuid }).catch(() => null);
+  if (!open) return;
+  try {
+    await startChild(handOffFreeze, {
+      taskQueue: FLEET_TASK_QUEUE,
+      workflowId: `vmsnap-handoff-${open.freezeId}`,
+      parentClosePolicy: ParentClosePolicy.ABANDON,
+      args: [{ domainUuid, domainName: open.domainName, agentTimeoutSec: open.agentTimeoutSec, fromHost: host, owner: open.owner, freezeId: open.freezeId, disks: open.disks }],
+    });
+  } catch {
+    // Already started (by the run itself or a sweeper): it holds the freeze already.
   }
 }

@@ -3,3 +3,4 @@ export { domainLock } from './domain-lock';
 export { restoreVm } from './restore-vm';
 export { fleetRegistry } from './fleet-registry';
 export { thawWherever } from './thaw-wherever';
+export { handOffFreeze } from './hand-off';

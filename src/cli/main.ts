@@ -22,6 +22,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   doctor: lazy('doctor'),
   list: lazy('list'),
   restore: lazy('restore'),
+  'arrival-guard': lazy('arrival-guard'),
 };
 
 const USAGE = `vmsnap — application-consistent snapshots of libvirt guests on Ceph RBD, on Temporal
@@ -38,6 +39,7 @@ Commands:
   doctor                 check Temporal, libvirt, guest agents, disks and Ceph; says how to fix
   list <domain>          a VM's image sets, newest first (what restore can use)
   restore <domain>       restore a VM from an image set, in place or --as a new VM (--confirm to drop kept disks)
+  arrival-guard <uuid>   (started by libvirt's hook) thaw a guest that migrated here frozen, at its deadline
 `;
 
 async function main(argv: string[]): Promise<number> {

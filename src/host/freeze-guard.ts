@@ -10,6 +10,7 @@ import { FreezeJournal, firedMarkerPath } from './freeze-journal';
 import type { JournalEntry, JournalLogger } from './freeze-journal';
 import { nodeEntry } from './node-entry';
 import type { WatchdogArgs } from './watchdog-args';
+import type { FreezeObligation } from '../model/freeze-obligation';
 
 export type { JournalEntry } from './freeze-journal';
 
@@ -31,6 +32,30 @@ export interface FreezeGuardOptions {
   /** Host-local state directory (journal, markers and the guard's log). */
   stateDir: string;
   log?: JournalLogger;
+  /**
+   * The cluster-wide record of the freeze (src/host/obligation-store.ts): written with the journal
+   * entry before the freeze call, so the host the guest migrates to can end it without this one.
+   * Every worker and CLI passes it; unit tests of the host-local layers may leave it out.
+   */
+  obligations?: Obligations;
+  /** This host's name, recorded as the freezing host. */
+  host?: string;
+}
+
+/** What the guard needs of the obligation store (ObligationStore; tests pass an in-memory one). */
+export interface Obligations {
+  write(o: FreezeObligation): Promise<void>;
+  read(domainUuid: string): Promise<FreezeObligation | undefined>;
+  all(): Promise<FreezeObligation[]>;
+  resolve(domainUuid: string, freezeId?: string): Promise<boolean>;
+}
+
+/** The freeze was never asked for: its obligation could not be recorded. Nothing is armed. */
+export class ArmError extends Error {
+  constructor(message: string, cause: unknown) {
+    super(message, { cause });
+    this.name = 'ArmError';
+  }
 }
 
 export interface ArmRequest {
@@ -40,20 +65,33 @@ export interface ArmRequest {
   deadlineMs: number;
   agentTimeoutSec: number;
   previousAgentTimeout?: number;
+  /** The guest's RBD disks, recorded so "running nowhere" can be proven (no watchers). */
+  disks?: FreezeObligation['disks'];
 }
 
+/**
+ * One mechanism, one owner: a freeze's life is arm → (hand over) → resolve → forget, and every
+ * layer (the run's thaw, the watchdog's marker, reconcile, the sweeper, arrivals, `vmsnap thaw`)
+ * goes through these methods. Nothing else writes or removes a journal entry or an obligation.
+ */
 export class FreezeGuard {
   readonly journal: FreezeJournal;
   constructor(private readonly opts: FreezeGuardOptions) {
     this.journal = new FreezeJournal(opts.stateDir, opts.log);
   }
 
-  /** Journals the freeze and starts its watchdog. Call before virDomainFSFreeze. */
+  /**
+   * Journals the freeze, records its obligation in Ceph and starts its watchdog, the three at once.
+   * Call before virDomainFSFreeze. When the obligation cannot be recorded nothing stays armed and
+   * ArmError says the freeze must not be asked for: a freeze only this host knows of is exactly the
+   * one that stays frozen when the guest migrates.
+   */
   async arm(req: ArmRequest): Promise<JournalEntry> {
     // A watchdog left by an earlier attempt (dead worker, replayed task) must not fire into this freeze.
     await this.stopWatchdog(req.domainUuid);
     await fs.rm(this.firedPath(req.domainUuid), { force: true });
     const wall = Date.now();
+    const freezeId = randomUUID();
     const entry: JournalEntry = {
       domainUuid: req.domainUuid,
       domainName: req.domainName,
@@ -65,9 +103,29 @@ export class FreezeGuard {
       bootId: bootId(),
       agentTimeoutSec: req.agentTimeoutSec,
       guardId: randomUUID(),
+      freezeId,
       ...(req.previousAgentTimeout !== undefined ? { previousAgentTimeout: req.previousAgentTimeout } : {}),
     };
-    return this.start(entry);
+    const record = this.opts.obligations?.write({
+      freezeId,
+      domainUuid: req.domainUuid.toLowerCase(),
+      domainName: req.domainName,
+      owner: req.owner,
+      host: this.opts.host ?? os.hostname(),
+      frozenAt: wall,
+      deadlineAt: entry.deadlineAt,
+      agentTimeoutSec: req.agentTimeoutSec,
+      disks: req.disks ?? [],
+    });
+    const [armed, recorded] = await Promise.allSettled([this.start(entry), record ?? Promise.resolve()]);
+    if (armed.status === 'fulfilled' && recorded.status === 'fulfilled') return armed.value;
+    await this.stopWatchdog(req.domainUuid);
+    await this.journal.remove(req.domainUuid);
+    if (recorded.status === 'fulfilled') {
+      await this.opts.obligations?.resolve(req.domainUuid, freezeId).catch(() => this.queueUnrecord(req.domainUuid, freezeId));
+      throw (armed as PromiseRejectedResult).reason;
+    }
+    throw new ArmError(`the freeze of ${req.domainName} was not asked for: its obligation could not be recorded in Ceph (${messageOf(recorded.reason)})`, recorded.reason);
   }
 
   /**
@@ -90,6 +148,7 @@ export class FreezeGuard {
       bootId: bootId(),
       agentTimeoutSec: base.agentTimeoutSec,
       guardId: randomUUID(),
+      ...(previous?.freezeId ? { freezeId: previous.freezeId } : {}),
     });
   }
 
@@ -104,10 +163,77 @@ export class FreezeGuard {
     return firedAt && Number.isFinite(firedAt) ? { guardFiredAt: firedAt } : {};
   }
 
-  /** Forgets a freeze. Only after a thaw was proven or the domain is gone. */
+  /**
+   * Forgets a freeze and resolves its obligation: only after a thaw was proven where the guest
+   * runs, or when the freeze was never ours (another's freeze refused ours).
+   */
   async clear(domainUuid: string): Promise<void> {
+    const entry = await this.journal.read(domainUuid);
     await this.journal.remove(domainUuid);
     await fs.rm(this.firedPath(domainUuid), { force: true });
+    if (entry?.freezeId) await this.resolve(domainUuid, entry.freezeId);
+  }
+
+  /**
+   * The domain left this host (migrated, or undefined here): the host-local layers can do no
+   * more for it, and the cluster-wide obligation, kept, is what the host it runs on now honours.
+   * The local entry goes; the obligation stays until a thaw is proven there.
+   */
+  async handOver(domainUuid: string): Promise<JournalEntry | undefined> {
+    const entry = await this.journal.read(domainUuid);
+    await this.stopWatchdog(domainUuid);
+    await this.journal.remove(domainUuid);
+    await fs.rm(this.firedPath(domainUuid), { force: true });
+    return entry;
+  }
+
+  /**
+   * A thaw of this freeze was proven (by any layer, on any host): its obligation goes. Never
+   * throws — a removal Ceph refuses now is queued in the journal dir and retried by the sweeper
+   * (retryUnrecords); until then the record only says to thaw a guest that is thawed.
+   */
+  async resolve(domainUuid: string, freezeId?: string): Promise<void> {
+    if (!this.opts.obligations) return;
+    try {
+      await this.opts.obligations.resolve(domainUuid, freezeId);
+    } catch (err) {
+      this.opts.log?.('freeze obligation not resolved yet; queued for the sweeper', { domainUuid, freezeId, error: messageOf(err) });
+      await this.queueUnrecord(domainUuid, freezeId ?? '');
+    }
+  }
+
+  /** Obligations whose removal failed, tried again. Returns how many are still queued. */
+  async retryUnrecords(): Promise<number> {
+    if (!this.opts.obligations) return 0;
+    const names = await fs.readdir(this.journal.dir).catch(() => [] as string[]);
+    let left = 0;
+    for (const n of names) {
+      const m = /^(.+)\.unrecord$/.exec(n);
+      if (!m) continue;
+      const file = path.join(this.journal.dir, n);
+      const freezeId = (await fs.readFile(file, 'utf8').catch(() => '')).trim();
+      try {
+        await this.opts.obligations.resolve(m[1], freezeId || undefined);
+        await fs.rm(file, { force: true });
+      } catch {
+        left++;
+      }
+    }
+    return left;
+  }
+
+  /** The cluster-wide obligations, for arrivals and the freeze step's check; [] without a store. */
+  obligations(): Promise<FreezeObligation[]> {
+    return this.opts.obligations?.all() ?? Promise.resolve([]);
+  }
+
+  obligationOf(domainUuid: string): Promise<FreezeObligation | undefined> {
+    return this.opts.obligations?.read(domainUuid) ?? Promise.resolve(undefined);
+  }
+
+  private async queueUnrecord(domainUuid: string, freezeId: string): Promise<void> {
+    await fs.mkdir(this.journal.dir, { recursive: true });
+    await fs.writeFile(path.join(this.journal.dir, `${domainUuid}.unrecord`), freezeId).catch(() => undefined);
   }
 
   read(domainUuid: string): Promise<JournalEntry | undefined> {
@@ -205,6 +331,10 @@ function startedUp(pipe: Readable | null, ms: number): Promise<void> {
     pipe.once('close', done);
     pipe.once('error', done);
   });
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }
 
 function killGroup(pid: number): void {

@@ -28,6 +28,8 @@ export interface JournalEntry {
   /** Identifies the watchdog that serves this entry; a watchdog acts only while it is named here. */
   guardId: string;
   guardPid?: number;
+  /** The freeze this entry guards (its cluster-wide obligation's id); absent in entries from before it. */
+  freezeId?: string;
   /** The domain's agent response timeout before vmsnap set its own (restored after the thaw). */
   previousAgentTimeout?: number;
 }
@@ -122,6 +124,7 @@ export function parseEntry(text: string): JournalEntry | undefined {
     agentTimeoutSec: num('agentTimeoutSec') ? (e.agentTimeoutSec as number) : 5,
     guardId: str('guardId') ? (e.guardId as string) : '',
     ...(num('guardPid') ? { guardPid: e.guardPid as number } : {}),
+    ...(str('freezeId') ? { freezeId: e.freezeId as string } : {}),
     ...(num('previousAgentTimeout') ? { previousAgentTimeout: e.previousAgentTimeout as number } : {}),
   };
 }

@@ -38,6 +38,11 @@ export const FailureType = {
    * tool): the run's own thaw thawed fewer filesystems than its freeze froze.
    */
   FreezeInterrupted: 'FreezeInterrupted',
+  /**
+   * The guest migrated while frozen and the run could not prove when the freeze ended: another
+   * host ended it (after the deadline), or the hand-off that will is still under way.
+   */
+  FreezeHandedOff: 'FreezeHandedOff',
   CloneFailed: 'CloneFailed',
   /** verify: the flattened image differs from the source snapshot. */
   ContentMismatch: 'ContentMismatch',

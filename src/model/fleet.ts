@@ -23,6 +23,8 @@ export interface HostBeat {
   intervalMs: number;
   /** Running domains on this host (libvirt's view when the beat was sent). */
   domains: { name: string; uuid: string }[];
+  /** This host's loss threshold (config fleetHostLostAfterMs); absent in beats of older releases. */
+  lostAfterMs?: number;
 }
 
 /** A host as the registry holds it: the last beat, and when the registry received it. */
@@ -31,13 +33,42 @@ export interface FleetHost extends HostBeat {
   seenAt: number;
   /** Number of beats received since the host first announced itself (or since its last restart). */
   beats: number;
+  /** Its worker said it is stopping (a clean stop: a restart, maintenance): "back soon", not gone. */
+  drainingSince?: number;
 }
 
-/** A host is lost after this many of its own intervals without a beat. */
+/** A host is no longer asked where a VM runs after this many of its own intervals without a beat. */
 export const LOST_AFTER_INTERVALS = 3;
 
-export function isAlive(h: Pick<FleetHost, 'seenAt' | 'intervalMs'>, now: number): boolean {
-  return now - h.seenAt <= LOST_AFTER_INTERVALS * h.intervalMs;
+/** Beating: worth asking, its answers count. A draining host is not asked (its worker is stopping or stopped). */
+export function isAlive(h: Pick<FleetHost, 'seenAt' | 'intervalMs'> & { drainingSince?: number }, now: number): boolean {
+  return h.drainingSince === undefined && now - h.seenAt <= LOST_AFTER_INTERVALS * h.intervalMs;
+}
+
+/** The default of config fleetHostLostAfterMs, for beats of releases that did not send theirs. */
+export const DEFAULT_HOST_LOST_AFTER_MS = 600_000;
+
+/**
+ * Lost: only on a positive, long record of silence — its own threshold without a beat, three times
+ * that after a clean stop. Only a lost host's routed runs are ended (their freezes handed over
+ * first); a worker restart, a crash-loop that recovers, a slow deploy inside it loses nothing.
+ */
+export function isLost(h: Pick<FleetHost, 'seenAt'> & { lostAfterMs?: number; drainingSince?: number }, now: number): boolean {
+  const after = h.lostAfterMs ?? DEFAULT_HOST_LOST_AFTER_MS;
+  return now - h.seenAt > (h.drainingSince !== undefined ? 3 * after : after);
+}
+
+/** How often a router looks at its run's host: sooner than a quarter of the threshold is waste. */
+export function hostWatchMs(h: { lostAfterMs?: number } | undefined): number {
+  return Math.max(3000, Math.min(60_000, Math.floor((h?.lostAfterMs ?? DEFAULT_HOST_LOST_AFTER_MS) / 4)));
+}
+
+/** A clean stop: the host stays known, as draining, until it beats again or is lost. */
+export function applyDrain(hosts: Record<string, FleetHost>, host: string, identity: string, now: number): Record<string, FleetHost> {
+  const h = hosts[host];
+  // Only the worker that beat last may say its host drains (a restarted one has a new identity).
+  if (!h || h.identity !== identity) return hosts;
+  return { ...hosts, [host]: { ...h, drainingSince: now } };
 }
 
 /**
@@ -99,6 +130,7 @@ export function applyBeat(hosts: Record<string, FleetHost>, beat: HostBeat, seen
   const prev = hosts[beat.host];
   if (prev && prev.identity === beat.identity && prev.sentAt > beat.sentAt) return hosts;
   const beats = prev && prev.identity === beat.identity ? prev.beats + 1 : 1;
+  // A beat ends a drain: the host (restarted or not) serves again.
   return { ...hosts, [beat.host]: { ...beat, seenAt, beats } };
 }
 

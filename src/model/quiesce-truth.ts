@@ -14,10 +14,28 @@ import type { FreezeResult, SnapshotDisksResult, ThawResult } from './types';
  */
 export type QuiesceVerdict =
   | { quiesced: true; reason: string }
-  | { quiesced: false; reason: string; failure: typeof FailureType.FreezeDeadlineExceeded | typeof FailureType.FreezeInterrupted };
+  | {
+      quiesced: false;
+      reason: string;
+      failure: typeof FailureType.FreezeDeadlineExceeded | typeof FailureType.FreezeInterrupted | typeof FailureType.FreezeHandedOff;
+    };
 
 export function judgeFreeze(freeze: FreezeResult, snapshot: SnapshotDisksResult, thaw: ThawResult, deadlineMs: number): QuiesceVerdict {
   const n = freeze.frozenFilesystems;
+  if (thaw.handOff) {
+    // The guest left frozen and this run did not end the freeze: when it ended is not proven here.
+    const how =
+      thaw.handOff.outcome === 'resolved'
+        ? 'the freeze was ended there by someone other than this run (that host\'s arrival guard or worker, after the deadline, or an operator)'
+        : thaw.handOff.outcome === 'nowhere'
+          ? 'it then stopped running'
+          : 'its thaw there is not proven yet; the hand-off goes on';
+    return {
+      quiesced: false,
+      reason: `the guest migrated to another host while frozen and ${how} (${thaw.handOff.workflowId}): the window's end is unknown`,
+      failure: FailureType.FreezeHandedOff,
+    };
+  }
   if (thaw.guardFiredAt) {
     return {
       quiesced: false,

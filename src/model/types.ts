@@ -68,6 +68,8 @@ export interface FreezeRequest {
   agentTimeoutSec: number;
   deadlineMs: number;
   owner: string;
+  /** The guest's RBD disks, recorded in the freeze's obligation (absent in histories from before it). */
+  disks?: { pool: string; image: string; namespace?: string }[];
 }
 
 export interface FreezeResult {
@@ -78,6 +80,8 @@ export interface FreezeResult {
   /** CLOCK_MONOTONIC ms (absent in histories recorded before it existed): the deadline's clock. */
   startedMono?: number;
   returnedMono?: number;
+  /** The freeze's obligation id (src/model/freeze-obligation.ts): what a hand-off resolves. */
+  freezeId?: string;
 }
 
 export interface SnapshotDisksRequest {
@@ -110,9 +114,11 @@ export interface ThawRequest {
    * keep watching guest-fsfreeze-status this long and thaw a freeze that lands late.
    */
   lateFreezeWatchMs?: number;
+  /** A hand-off's thaw: the freeze whose obligation a proven thaw resolves. */
+  freezeId?: string;
 }
 
-export type ThawLayer = 'workflow' | 'compensation' | 'guard' | 'reconcile' | 'sweeper' | 'operator' | 'handoff';
+export type ThawLayer = 'workflow' | 'compensation' | 'guard' | 'reconcile' | 'sweeper' | 'operator' | 'handoff' | 'arrival';
 
 export interface ThawResult {
   /** Filesystems thawed by this call (0 when the guest was already thawed). */
@@ -135,6 +141,12 @@ export interface ThawResult {
   thawedOn?: string;
   /** A hand-off thaw found this host in its own freeze window of the domain and left it alone. */
   skippedForLocalFreeze?: boolean;
+  /**
+   * The guest left the freezing host frozen and this run did not thaw it itself: `resolved` — the
+   * host it runs on ended the freeze (its arrival guard or worker, after the deadline); `pending` —
+   * not yet proven when the run stopped waiting (the hand-off goes on); `nowhere` — it stopped running.
+   */
+  handOff?: { outcome: 'resolved' | 'pending' | 'nowhere'; workflowId: string; message?: string };
 }
 
 export interface DiskResult {

@@ -23,7 +23,7 @@ export class FleetBeat {
 
   constructor(
     private readonly client: Client,
-    private readonly self: { host: string; taskQueue: string; identity: string },
+    private readonly self: { host: string; taskQueue: string; identity: string; lostAfterMs?: number },
     private readonly libvirt: () => Promise<LibvirtClient>,
     private readonly intervalMs: number,
     private readonly log: Logger,

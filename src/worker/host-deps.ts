@@ -5,7 +5,7 @@ import type { IoCtx } from '../ceph';
 import type { ActivityDeps } from '../../activities';
 import { readOnlyLibvirtUri } from '../config';
 import type { Config } from '../config';
-import { FreezeGuard } from '../host/freeze-guard';
+import { freezeGuardFor } from '../host/guard-for';
 import { Metrics } from '../host/metrics';
 import { jsonLogger } from './logger';
 import { SessionFence } from './fencing';
@@ -40,7 +40,8 @@ export function createHostDeps(
     evictWith: () => cluster(),
     onLaneChildReady: (slot, addrs) => void fence.record(`snapshotter-${slot}`, addrs).catch(() => undefined),
   });
-  const guard = new FreezeGuard({ libvirtUri: config.libvirt.uri, stateDir: config.stateDir, log: (m, f) => log.error(m, f) });
+  const radosCli = { ...cephOpts, timeoutMs: 10_000 };
+  const guard = freezeGuardFor(config, (m, f) => log.error(m, f));
 
   const libvirt = reopening(() => LibvirtClient.connect({ uri: config.libvirt.uri }));
   const libvirtReadOnly = reopening(() => LibvirtClient.connect({ uri: readOnlyLibvirtUri(config), readOnly: true }));
@@ -66,7 +67,8 @@ export function createHostDeps(
     rados: cluster,
     ioctx,
     snapshotter,
-    radosCli: { ...cephOpts, timeoutMs: 10_000 },
+    radosCli,
+    clockSkewMs: config.clockSkewMs,
     scope,
     guard,
     metrics,

@@ -7,6 +7,8 @@ import { M } from '../host/metrics';
 import type { Metrics } from '../host/metrics';
 import type { Logger } from './logger';
 import type { ThawLayer } from '../model/types';
+import { honourArrivals } from '../host/arrivals';
+import type { ArrivalsDeps } from '../host/arrivals';
 
 export interface ThawReport {
   domain: string;
@@ -19,6 +21,8 @@ export interface ThawReport {
   /** A late-freeze watch that has not ended stays in the journal. */
   kept: boolean;
   gone?: string;
+  /** The hand-off workflow that now holds the freeze of a domain that left this host. */
+  handedOffTo?: string;
 }
 
 /**
@@ -38,15 +42,20 @@ export async function thawJournaled(
 ): Promise<ThawReport> {
   const r = await thawAndConfirm(lv, entry.domainUuid, entry.agentTimeoutSec);
   if (r.outcome === 'gone') {
-    // Gone from this host may mean running frozen on another (live migration): only the fleet
-    // can say, so the entry stays until a hand-off answers.
-    if (!handOff) throw new Error(`${entry.domainName} is gone from this host (${r.reason}); kept until the fleet can thaw it where it runs`);
-    const where = await handOff(entry);
-    log.warn(`journaled freeze of ${entry.domainName} handed off: ${where.outcome === 'thawed' ? `thawed on ${where.host}` : where.message}`, { domain: entry.domainName, owner: entry.owner, layer: 'handoff' });
+    // Gone from this host may mean running frozen on another (live migration). This host's part
+    // ends only once the fleet's hand-off holds the freeze; its Ceph obligation stays open until a
+    // thaw is proven where the guest runs (that host's arrival guard or worker, or the hand-off).
+    if (!handOff) throw new Error(`${entry.domainName} is gone from this host (${r.reason}); kept until the worker can hand its freeze to the fleet`);
+    const id = await handOff(entry);
+    await guard.handOver(entry.domainUuid);
+    if (entry.mode === 'window') metrics.add(M.frozenGuests, -1);
+    const report: ThawReport = { domain: entry.domainName, owner: entry.owner, frozenForMs: Date.now() - entry.frozenAt, wasFrozen: false, thawedBy: 'none', kept: false, gone: r.reason, handedOffTo: id };
+    log.warn(`journaled freeze of ${entry.domainName} handed over: ${r.reason}; hand-off ${id} and the host it runs on now end it`, { ...report, layer: 'handoff' });
+    return report;
   }
   const wasFrozen = r.outcome === 'thawed' && r.wasFrozen;
   if (wasFrozen) metrics.inc(M.thaws, { layer });
-  const base = { domain: entry.domainName, owner: entry.owner, frozenForMs: Date.now() - entry.frozenAt, ...(r.outcome === 'gone' ? { gone: r.reason } : {}) };
+  const base = { domain: entry.domainName, owner: entry.owner, frozenForMs: Date.now() - entry.frozenAt };
   if (entry.mode === 'watch' && !isOverdue(entry) && r.outcome === 'thawed') {
     if (wasFrozen) log.warn(`late freeze of ${entry.domainName} thawed by ${layer}; still watching`, { ...base, layer });
     return { ...base, wasFrozen, thawedBy: wasFrozen ? layer : 'none', kept: true };
@@ -65,14 +74,15 @@ export async function thawJournaled(
   return report;
 }
 
+/** Starts (or joins) the fleet's hand-off of a journaled freeze whose domain left this host; returns its workflow id. */
+export type HandOff = (entry: JournalEntry) => Promise<string>;
+
 /**
  * At worker start, with the state-dir lock held (so its previous holder is dead): every window
  * entry belongs to a process that is gone and is resolved now, deadline or not; watches go on.
+ * Then the freezes other hosts made of guests that run here now (arrivals), before Temporal.
  */
-/** Asks the fleet to thaw a domain this host no longer runs (src/worker/handoff.ts). */
-export type HandOff = (entry: JournalEntry) => Promise<{ outcome: 'thawed'; host: string } | { outcome: 'not-running'; message: string }>;
-
-export async function reconcile(libvirt: () => Promise<LibvirtClient>, guard: FreezeGuard, metrics: Metrics, log: Logger): Promise<ThawReport[]> {
+export async function reconcile(libvirt: () => Promise<LibvirtClient>, guard: FreezeGuard, metrics: Metrics, log: Logger, clockSkewMs = 1000): Promise<ThawReport[]> {
   const out: ThawReport[] = [];
   for (const entry of await guard.entries()) {
     try {
@@ -81,5 +91,22 @@ export async function reconcile(libvirt: () => Promise<LibvirtClient>, guard: Fr
       log.error(`reconcile could not prove ${entry.domainName} thawed; the entry is kept and the sweeper retries`, { error: String(err) });
     }
   }
+  try {
+    await honourArrivals(arrivalsDeps(libvirt, guard, metrics, log, clockSkewMs));
+  } catch (err) {
+    log.error('reconcile could not read the freeze obligations; the sweeper retries', { error: String(err) });
+  }
   return out;
+}
+
+export function arrivalsDeps(libvirt: () => Promise<LibvirtClient>, guard: FreezeGuard, metrics: Metrics, log: Logger, clockSkewMs: number): ArrivalsDeps {
+  return {
+    libvirt,
+    guard,
+    clockSkewMs,
+    log: (level, message, fields) => log[level](message, fields),
+    onThawed: (_o, n) => {
+      if (n > 0) metrics.inc(M.thaws, { layer: 'arrival' });
+    },
+  };
 }

@@ -74,12 +74,12 @@ export async function createHostWorker(
   const lock = await lockStateDir(config.stateDir);
   const deps = createHostDeps(config, metrics, log);
   const taskQueue = hostTaskQueue(config.host);
-  const sweeper = new Sweeper(deps.libvirt, deps.guard, metrics, log, config.sweepIntervalMs);
+  const sweeper = new Sweeper(deps.libvirt, deps.guard, metrics, log, config.sweepIntervalMs, 1000, config.clockSkewMs);
   const opened: { client?: Client; connection?: NativeConnection; server?: http.Server } = {};
   try {
     // Thaw first, before and independent of Ceph and Temporal: a guest frozen by a dead
     // predecessor must not wait for monitors or the Temporal server.
-    const thawed = await reconcile(deps.libvirt, deps.guard, metrics, log);
+    const thawed = await reconcile(deps.libvirt, deps.guard, metrics, log, config.clockSkewMs);
     if (thawed.length) log.warn('reconciled frozen-guest journal at start', { entries: thawed });
     sweeper.start();
 
@@ -103,7 +103,7 @@ export async function createHostWorker(
     opened.connection = connection;
     const reaper = new OrphanReaper(deps, client, config.imagePool, log, config.reapIntervalMs, config.ownerRecordHorizonMs, config.keepReplacedMs);
     deps.fleet = { hosts: () => readFleet(client), terminate: (id, reason) => terminateRun(client, id, reason) };
-    sweeper.handOff = handOffVia(client, config.host);
+    sweeper.handOff = handOffVia(client, config.host, (uuid) => deps.guard.obligationOf(uuid));
     deps.reportProgress = async (workflowId, progress) => {
       await client.workflow.getHandle(workflowId).signal(flattenProgressSignal, progress as never);
     };
@@ -123,7 +123,7 @@ export async function createHostWorker(
     });
 
     const fleetWorker = await Worker.create({ connection, namespace: config.temporal.namespace, taskQueue: FLEET_TASK_QUEUE, ...workflows, activities, shutdownGraceTime: '30s', identity });
-    const beat = new FleetBeat(client, { host: config.host, taskQueue, identity }, deps.libvirtReadOnly, config.fleetBeatMs, log);
+    const beat = new FleetBeat(client, { host: config.host, taskQueue, identity, lostAfterMs: config.fleetHostLostAfterMs }, deps.libvirtReadOnly, config.fleetBeatMs, log);
     metrics.onScrape(fleetGauges(registryFleet(client), log));
 
     let metricsUrl: string | undefined;

@@ -5,7 +5,8 @@ import { M } from '../host/metrics';
 import type { Metrics } from '../host/metrics';
 import type { Logger } from './logger';
 import { Periodic } from './periodic';
-import { thawJournaled } from './reconcile';
+import { arrivalsDeps, thawJournaled } from './reconcile';
+import { honourArrivals } from '../host/arrivals';
 import type { HandOff } from './reconcile';
 
 /**
@@ -26,6 +27,7 @@ export class Sweeper {
     private readonly log: Logger,
     intervalMs: number,
     private readonly graceMs = 1000,
+    private readonly clockSkewMs = 1000,
   ) {
     this.loop = new Periodic(intervalMs, () => this.sweepOnce(), (err) => this.failed(err));
   }
@@ -36,11 +38,32 @@ export class Sweeper {
 
   stop(): void {
     this.loop.stop();
+    this.cancelWake();
   }
 
   /** Stops and waits for a pass under way: the worker closes its connections after this. */
   halt(): Promise<void> {
+    this.cancelWake();
     return this.loop.halt();
+  }
+
+  private wake?: { at: number; timer: NodeJS.Timeout };
+
+  /** An extra pass at an arrived freeze's due time: it is thawed then, not up to an interval later. */
+  private wakeAt(at: number | undefined): void {
+    if (at === undefined || !Number.isFinite(at) || (this.wake && this.wake.at <= at)) return;
+    this.cancelWake();
+    const timer = setTimeout(() => {
+      this.wake = undefined;
+      void this.sweep();
+    }, Math.max(0, at - Date.now()) + 50);
+    timer.unref();
+    this.wake = { at, timer };
+  }
+
+  private cancelWake(): void {
+    if (this.wake) clearTimeout(this.wake.timer);
+    this.wake = undefined;
   }
 
   /** Never throws: a sweep that fails is logged and the next one tries again. 0 while one is under way. */
@@ -63,6 +86,14 @@ export class Sweeper {
       } catch (err) {
         this.log.error(`sweeper could not prove ${entry.domainName} thawed; keeping its journal entry`, { error: String(err) });
       }
+    }
+    await this.guard.retryUnrecords();
+    try {
+      const pass = await honourArrivals(arrivalsDeps(this.libvirt, this.guard, this.metrics, this.log, this.clockSkewMs));
+      thawed += pass.honoured.filter((h) => h.thawedFilesystems > 0).length;
+      this.wakeAt(pass.nextDueAt);
+    } catch (err) {
+      this.log.error('sweeper could not honour the freeze obligations of arrived guests; retrying next interval', { error: String(err) });
     }
     for (const late of await this.guard.takeLateThaws()) {
       this.metrics.inc(M.thaws, { layer: 'guard' });

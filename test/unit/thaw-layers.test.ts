@@ -205,7 +205,7 @@ describe('sweeper and reconcile', () => {
     await sweeper.sweep();
     expect(await guard.entries()).toHaveLength(1);
     const asked: string[] = [];
-    sweeper.handOff = async (e) => (asked.push(e.domainUuid), { outcome: 'thawed', host: 'b' });
+    sweeper.handOff = async (e) => (asked.push(e.domainUuid), 'vmsnap-handoff-x');
     await sweeper.sweep();
     expect(asked).toEqual([UUID]);
     expect(await guard.entries()).toEqual([]);

@@ -1,5 +1,5 @@
 import { connectLibvirt } from '../libvirt-session';
-import { FreezeGuard } from '../../host/freeze-guard';
+import { freezeGuardFor } from '../../host/guard-for';
 import { restoreAgentTimeout } from '../../host/agent-timeout-restore';
 import { thawAndConfirm } from '../../host/thaw-confirm';
 import { DOMAIN_NAME, DOMAIN_UUID } from '../../model/input';
@@ -13,8 +13,8 @@ const HELP = `Usage: vmsnap thaw <domain>
 Emergency thaw, straight through this host's libvirt (no Temporal needed): the operator's
 override, which ends ANY freeze of the guest — vmsnap's or not — and says whose it ended.
 virDomainFSThaw, then guest-fsfreeze-status until "thawed" (the same thaw every vmsnap layer
-uses). Clears vmsnap's journal entry for the guest; a run whose window it ends reports
-quiesced: false.
+uses). Clears vmsnap's journal entry for the guest and its freeze obligation in Ceph; a run
+whose window it ends reports quiesced: false.
 ${COMMON_HELP}`;
 
 export async function run(argv: string[]): Promise<number> {
@@ -28,7 +28,7 @@ export async function run(argv: string[]): Promise<number> {
     const dom = await lv.lookupDomain(name).catch((err: Error) => {
       throw new CliError(`no domain ${name}: ${err.message}`, Exit.badInput);
     });
-    const guard = new FreezeGuard({ libvirtUri: config.libvirt.uri, stateDir: config.stateDir });
+    const guard = freezeGuardFor(config, undefined, 5000);
     const journaled = await guard.read(dom.uuid);
     let r;
     try {
@@ -37,12 +37,22 @@ export async function run(argv: string[]): Promise<number> {
       throw new CliError(`${dom.name}: ${(err as Error).message}`, Exit.failed);
     }
     const wasFrozen = r.outcome === 'thawed' && r.wasFrozen;
-    const whose = !wasFrozen ? 'nobody (the guest was not frozen)' : journaled ? `vmsnap run ${journaled.owner}` : 'not vmsnap (no journal entry on this host)';
+    // Read after the thaw: the thaw must not wait for Ceph. A freeze another host made (the guest
+    // migrated frozen) is vmsnap's too, and its obligation ends with this thaw.
+    const recorded = journaled ? undefined : await guard.obligationOf(dom.uuid).catch(() => undefined);
+    const whose = !wasFrozen
+      ? 'nobody (the guest was not frozen)'
+      : journaled
+        ? `vmsnap run ${journaled.owner}`
+        : recorded
+          ? `vmsnap run ${recorded.owner} (frozen on ${recorded.host})`
+          : 'not vmsnap (no journal entry on this host, no freeze obligation in Ceph)';
     if (journaled) {
       await guard.release(dom.uuid);
       if (journaled.mode === 'window') await restoreAgentTimeout(lv, journaled);
       await guard.clear(dom.uuid);
     }
+    await guard.resolve(dom.uuid);
     const thawed = r.outcome === 'thawed' ? r.thawedFilesystems : 0;
     jsonLogger({ host: config.host }).warn(`operator thaw of ${dom.name}`, { layer: 'operator', whose, thawed });
     emit(!!values.json, { domain: dom.name, before: wasFrozen ? 'frozen' : 'thawed', after: 'thawed', thawedFilesystems: thawed, thawedBy: 'operator', frozenBy: whose }, () =>
