@@ -6,15 +6,18 @@ import type { ActivityDeps } from '../../activities/deps';
 import type { JournalEntry } from '../../src/host/freeze-journal';
 import { Metrics } from '../../src/host/metrics';
 import { FailureType } from '../../src/model/failures';
+import { bootId, monoMs } from '../../src/host/clock';
 
 const UUID = '6f1b1c2e-3a4b-4c5d-8e9f-0a1b2c3d4e5f';
-const ownFreeze = { domainUuid: UUID, owner: 'local-run/1', mode: 'window' } as JournalEntry;
+/** A live window of this host's own run (its deadline a minute away). */
+const ownFreeze = { domainUuid: UUID, owner: 'local-run/1', mode: 'window', freezeId: 'f-local', bootId: bootId(), deadlineMono: monoMs() + 60_000 } as JournalEntry;
 
 /** A host the guest arrived on, frozen (`frozen` filesystems), with or without a freeze of its own in the journal. */
 function arrivedOn(opts: { journaled?: JournalEntry; frozen?: number; libvirtDown?: boolean } = {}) {
   const guest = { frozen: opts.frozen ?? 2 };
   const warned: string[] = [];
   const libvirtCalls: string[] = [];
+  const resolved: (string | undefined)[] = [];
   const dom = { uuid: UUID, name: 'vm', id: 1 };
   const lv = {
     lookupDomainByUuid: async () => (libvirtCalls.push('lookup'), dom),
@@ -36,11 +39,12 @@ function arrivedOn(opts: { journaled?: JournalEntry; frozen?: number; libvirtDow
       read: async () => opts.journaled,
       release: async () => ({}),
       clear: async () => undefined,
+      resolve: async (_u: string, f?: string) => void resolved.push(f),
     },
     metrics: new Metrics(),
     log: { warn: (m: string) => warned.push(m), info: () => undefined, error: () => undefined, debug: () => undefined },
   } as unknown as ActivityDeps;
-  return { deps, guest, warned, libvirtCalls };
+  return { deps, guest, warned, libvirtCalls, resolved };
 }
 
 const req = { domainUuid: UUID, domainName: 'vm', agentTimeoutSec: 1, owner: 'moved-run/1' };
@@ -53,6 +57,22 @@ describe('the hand-off thaw on the host a guest migrated to (thawArrivedGuest)',
     expect(h.warned.join()).toMatch(/own freeze/);
     expect(h.libvirtCalls).toEqual([]);
     expect(h.guest.frozen).toBe(2);
+  });
+
+  it('A → B → A: the same freeze back on its freezing host is thawed there, not skipped, and its obligation resolved', async () => {
+    const h = arrivedOn({ journaled: ownFreeze });
+    const r = await thawArrivedGuest(h.deps)({ ...req, owner: 'local-run/1', freezeId: 'f-local' });
+    expect(r).toMatchObject({ thawedFilesystems: 2 });
+    expect(r.skippedForLocalFreeze).toBeUndefined();
+    expect(h.guest.frozen).toBe(0);
+    expect(h.resolved).toContain('f-local');
+  });
+
+  it('a stale window of another freeze (past its deadline) does not keep the arrived guest frozen', async () => {
+    const h = arrivedOn({ journaled: { ...ownFreeze, deadlineMono: monoMs() - 1 } });
+    const r = await thawArrivedGuest(h.deps)({ ...req, freezeId: 'f-moved' });
+    expect(r).toMatchObject({ thawedFilesystems: 2 });
+    expect(h.resolved).toContain('f-moved');
   });
 
   it('thaws the arrived guest with the run’s thaw, counted as layer handoff', async () => {
