@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Move a lab guest to the other hypervisor host (lab/libvirt.sh), and check it survived the move.
 #
-#   lab/migrate.sh GUEST TO [--paused] [--timeout SECONDS]
+#   lab/migrate.sh GUEST TO [--paused] [--frozen] [--timeout SECONDS]
+#   (--frozen: the guest moves frozen, so health is its agent answering, not its probe ticking)
 #
 # TO: a|b or the host id (hv-a, hv-b). Live by default (`virsh migrate --live`); --paused moves it
 # without --live (paused during the copy, running on TO afterwards; lab notes: no TCG crash seen in
@@ -68,8 +69,11 @@ console_crash() {
 healthy_on() { # healthy_on GUEST HOST SINCE_US
   [[ "$(dom_state "$1" "$2")" == running ]] || return 1
   if has_agent "$1"; then agent_answers "$1" "$2" || return 1; fi
+  # A guest moved frozen cannot tick its probe (its filesystems are frozen): its agent is the proof.
+  ((FROZEN)) && return 0
   (($(ticks_after "$1" "$3") >= 2))
 }
+FROZEN=0
 
 # migration_xml GUEST FROM TO: the source's migratable XML with FROM's per-host paths replaced by
 # TO's, consoles appended to (a log already there from an earlier stay keeps its lines).
@@ -99,6 +103,7 @@ main() {
     shift
     case "$arg" in
       --paused) live=0 ;;
+      --frozen) FROZEN=1 ;;
       --timeout) timeout="${1:?--timeout needs seconds}"; shift ;;
       -*) usage ;;
       *) if [[ -z "$name" ]]; then name="$arg"; elif [[ -z "$to" ]]; then to="$arg"; else usage; fi ;;

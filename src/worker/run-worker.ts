@@ -69,6 +69,7 @@ export async function createHostWorker(
     });
     runtimeInstalled = true;
   }
+  log.info('worker starting', { stateDir: config.stateDir });
   // One worker per state dir. Holding the lock proves its previous holder dead: only then may its
   // journaled freezes be thawed and its librados sessions fenced.
   const lock = await lockStateDir(config.stateDir);

@@ -69,6 +69,12 @@ export class CephView {
     }
   }
 
+  /** Domain UUIDs with an open freeze obligation (src/model/freeze-obligation.ts). */
+  async obligationKeys(pool = 'images'): Promise<string[]> {
+    const { stdout } = await run('rados', this.args('-p', pool, 'listomapkeys', 'vmsnap.freeze-obligations')).catch(() => ({ stdout: '' }));
+    return stdout.split('\n').map((s) => s.trim()).filter(Boolean);
+  }
+
   async dropOwnerRecord(pool: string, key: string): Promise<void> {
     await run('rados', this.args('-p', pool, 'rmomapkey', 'vmsnap.snap-owners', key)).catch(() => undefined);
   }

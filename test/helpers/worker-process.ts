@@ -17,6 +17,9 @@ export class WorkerProcess {
   private proc?: ChildProcess;
   private exited?: Promise<void>;
   readonly logs: string[] = [];
+  /** When the process was spawned, and when it printed its first line (the worker is starting). */
+  spawnedAt = 0;
+  firstLogAt = 0;
 
   constructor(
     private readonly vars: Record<string, string>,
@@ -57,6 +60,8 @@ export class WorkerProcess {
       ...(fault.pauseMs !== undefined ? { VMSNAP_FAULT_PAUSE_MS: String(fault.pauseMs) } : { VMSNAP_FAULT_PAUSE_MS: '' }),
       ...this.extraEnv,
     };
+    this.spawnedAt = Date.now();
+    this.firstLogAt = 0;
     const proc = spawn(process.execPath, [path.join(ROOT, 'bin/vmsnap.js'), 'worker'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     this.proc = proc;
     this.exited = new Promise((r) => proc.once('exit', () => r()));
@@ -64,6 +69,7 @@ export class WorkerProcess {
     const ready = new Promise<void>((r) => (started = r));
     const onData = (b: Buffer) => {
       const text = b.toString();
+      this.firstLogAt ||= Date.now();
       this.logs.push(text);
       if (this.logs.join('').includes(readyText)) started();
     };

@@ -308,11 +308,12 @@ describe('a schedule by VM name across a live migration', () => {
 });
 
 describe('a host that disappears', () => {
-  it('its worker SIGKILLed mid-copy: the run fails HostLost, retryable, and its child there is terminated', async () => {
-    // Host B's worker as its own process, stalled in flatten, so it can die like a host does.
+  it('its worker SIGKILLed mid-copy and never back: past its loss threshold the run fails HostLost, retryable, and its child there is terminated', async () => {
+    // Host B's worker as its own process, stalled in flatten, so it can die like a host does. Its
+    // loss threshold is 15 s here (10 min by default): a restart inside it loses no run.
     await hB!.stop();
     hB = undefined;
-    const w = new WorkerProcess(vars, hosts.b.name, { ...labHostWorkerEnv(vars, 'b'), VMSNAP_FLEET_BEAT_MS: '1000' });
+    const w = new WorkerProcess(vars, hosts.b.name, { ...labHostWorkerEnv(vars, 'b'), VMSNAP_FLEET_BEAT_MS: '1000', VMSNAP_FLEET_HOST_LOST_AFTER_MS: '15000' });
     await w.start({ points: ['flatten:progress'], pauseMs: 600_000 });
     const id = uniqueId('fm-lost');
     try {

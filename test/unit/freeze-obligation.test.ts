@@ -63,7 +63,7 @@ describe('host lifecycle without false deaths', () => {
   });
 
   it('a clean stop drains: not asked, not lost for three thresholds, and its next beat serves again', () => {
-    let hosts = { 'hv-a': host() };
+    let hosts: Record<string, FleetHost> = { 'hv-a': host() };
     hosts = applyDrain(hosts, 'hv-a', 'vmsnap@hv-a/1', 10);
     expect(hosts['hv-a'].drainingSince).toBe(10);
     expect(isAlive(hosts['hv-a'], 11)).toBe(false);
