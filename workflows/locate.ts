@@ -21,11 +21,9 @@ const presenceOn = (taskQueue: string) =>
  * answers. A host that does not answer within 5 s makes "not found" a guess, never a verdict.
  */
 export async function locate(domain: string): Promise<Placement> {
-  const known = await fleetOps().fleetHosts();
-  const live = known.filter((h) => h.ask);
-  // A draining host (its worker stopping or restarting) is not asked, but it may run the VM: while
-  // one is not lost, "found nowhere" is unsure, never a verdict.
-  const draining = known.filter((h) => h.drainingSince !== undefined && !h.lost).map((h) => h.host);
+  // A draining host (its worker stopping or restarting) is not asked: for a run, "not found" then
+  // fails as it did when a stopped host left the registry; a freeze's hand-off keeps looking anyway.
+  const live = (await fleetOps().fleetHosts()).filter((h) => h.ask);
   const settled = await Promise.allSettled(
     live.map((h) => presenceOn(h.taskQueue).domainPresence.executeWithOptions({ summary: `is ${domain} on ${h.host}?` }, [{ domain, taskQueue: h.taskQueue }])),
   );
@@ -34,6 +32,5 @@ export async function locate(domain: string): Promise<Placement> {
   // A lost host that answers counts (its beat was only late); one that does not is lost indeed,
   // and cannot be where a run would go. Only a live host's silence leaves the placement unsure.
   settled.forEach((s, i) => (s.status === 'fulfilled' ? answers.push(s.value) : live[i].alive && unanswered.push(live[i].host)));
-  unanswered.push(...draining);
   return placeDomain(domain, answers, unanswered);
 }
