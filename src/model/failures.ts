@@ -85,3 +85,17 @@ export const FailureType = {
   FaultInjected: 'FaultInjected',
 } as const;
 export type FailureType = (typeof FailureType)[keyof typeof FailureType];
+
+/**
+ * The failure detail a freeze step attaches when it failed before virDomainFSFreeze was sent (its
+ * status check, its agent-timeout change, its guard arming): nothing of this run can be frozen in
+ * the guest, so the workflow must not thaw, watch for a late freeze or hand a freeze off — any of
+ * those could end a freeze vmsnap never made. Without the mark the outcome counts as unknown.
+ */
+export const FREEZE_NOT_SENT = { freezeSent: false } as const;
+
+/** Whether one of a failure's details is {@link FREEZE_NOT_SENT} (details as they cross the server). */
+export function saysFreezeNotSent(details: readonly unknown[] | null | undefined): boolean {
+  return (details ?? []).some((d) => typeof d === 'object' && d !== null && (d as { freezeSent?: unknown }).freezeSent === false);
+}
+
