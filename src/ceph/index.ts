@@ -26,4 +26,5 @@ export {
 } from './snapshotter';
 export { SnapshotterPool, laneKey, type SnapshotterPoolOptions, type LaneOptions } from './snapshotter-pool';
 export { setOmapValue, removeOmapKey, listOmapValues, type OmapTarget, type OmapCliOptions } from './omap-cli';
+export { imageUsers, type ImageUsers, type ImageUsersOptions } from './image-users-cli';
 export { rbdVersion, addonThreadStats, addonHandleCounts, releaseFreedMemory, addonDrained } from './addon-runtime';
