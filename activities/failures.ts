@@ -66,11 +66,13 @@ export function toFailure(err: unknown): unknown {
   let verdict = classify(raw);
   const as = err instanceof StepError ? err.as : undefined;
   if (as && !as.keep?.includes(verdict.type)) verdict = { type: as.type, nonRetryable: as.nonRetryable };
+  const details = raw instanceof ApplicationFailure ? [...(raw.details ?? [])] : [nativeCode(raw)];
+  const facts = err instanceof StepError ? err.facts : undefined;
   return ApplicationFailure.create({
     message: err instanceof Error ? err.message : String(err),
     type: verdict.type,
     nonRetryable: verdict.nonRetryable,
-    details: raw instanceof ApplicationFailure ? (raw.details ?? undefined) : [nativeCode(raw)],
+    details: facts ? [...details, facts] : details.length ? details : undefined,
     cause: raw instanceof Error ? raw : undefined,
   });
 }

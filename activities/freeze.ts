@@ -6,11 +6,11 @@ import { faultPoint } from '../src/host/fault-points';
 import { M } from '../src/host/metrics';
 import { restoreAgentTimeout } from '../src/host/agent-timeout-restore';
 import { thawAndConfirm } from '../src/host/thaw-confirm';
-import { FailureType } from '../src/model/failures';
+import { FailureType, FREEZE_NOT_SENT } from '../src/model/failures';
 import type { FreezeRequest, FreezeResult } from '../src/model/types';
 import { judgeArrival } from '../src/model/freeze-obligation';
 import type { ActivityDeps } from './deps';
-import { during, StepError } from './step-error';
+import { isCancellation, StepError } from './step-error';
 
 /**
  * virDomainFSFreeze, guarded and owned. vmsnap freezes only a thawed guest: one already frozen
@@ -22,25 +22,7 @@ import { during, StepError } from './step-error';
 export function freezeGuest(deps: ActivityDeps) {
   return async function freezeGuest(req: FreezeRequest): Promise<FreezeResult> {
     const lv = await deps.libvirt();
-    const { dom, previousAgentTimeout } = await during(`prepare freeze of ${req.domainName}`, async () => {
-      const dom = await lv.lookupDomainByUuid(req.domainUuid);
-      await standDownIfFrozen(deps, lv, dom, req);
-      const previousAgentTimeout = await readAgentResponseTimeout(deps.libvirtStatusDir, dom.name);
-      await lv.setAgentResponseTimeout(dom, req.agentTimeoutSec);
-      return { dom, previousAgentTimeout };
-    });
-    const armed = await deps.guard.arm({
-      domainUuid: req.domainUuid,
-      domainName: req.domainName,
-      owner: req.owner,
-      deadlineMs: req.deadlineMs,
-      agentTimeoutSec: req.agentTimeoutSec,
-      ...(previousAgentTimeout !== undefined ? { previousAgentTimeout } : {}),
-      ...(req.disks ? { disks: req.disks } : {}),
-    });
-    const freezeId = armed.freezeId;
-    deps.metrics.add(M.frozenGuests, 1);
-    await faultPoint('freeze:before-call');
+    const { dom, previousAgentTimeout, freezeId } = await beforeTheCall(deps, lv, req);
     const startedAt = nowMs();
     const startedMono = monoMs();
     try {
@@ -70,6 +52,59 @@ export function freezeGuest(deps: ActivityDeps) {
       });
     }
   };
+}
+
+/**
+ * Everything up to virDomainFSFreeze: the status check, the agent timeout, the guard. A failure
+ * here leaves no freeze of ours in the guest, so it is undone here without a thaw (the guard stood
+ * down, the agent timeout put back) and reaches the workflow marked FREEZE_NOT_SENT: no thaw, no
+ * late-freeze watch, no hand-off — a thaw then could only end somebody else's freeze.
+ */
+async function beforeTheCall(
+  deps: ActivityDeps,
+  lv: LibvirtClient,
+  req: FreezeRequest,
+): Promise<{ dom: DomainRef; previousAgentTimeout: number | undefined; freezeId: string | undefined }> {
+  let timeoutSet: { previousAgentTimeout: number | undefined } | undefined;
+  let armed = false;
+  let counted = false;
+  try {
+    const dom = await lv.lookupDomainByUuid(req.domainUuid);
+    await standDownIfFrozen(deps, lv, dom, req);
+    const previousAgentTimeout = await readAgentResponseTimeout(deps.libvirtStatusDir, dom.name);
+    await lv.setAgentResponseTimeout(dom, req.agentTimeoutSec);
+    timeoutSet = { previousAgentTimeout };
+    armed = true; // an arm that fails half-way may have journaled or spawned: stand it down too
+    const entry = await deps.guard.arm({
+      domainUuid: req.domainUuid,
+      domainName: req.domainName,
+      owner: req.owner,
+      deadlineMs: req.deadlineMs,
+      agentTimeoutSec: req.agentTimeoutSec,
+      ...(previousAgentTimeout !== undefined ? { previousAgentTimeout } : {}),
+      ...(req.disks ? { disks: req.disks } : {}),
+    });
+    deps.metrics.add(M.frozenGuests, 1);
+    counted = true;
+    await faultPoint('freeze:before-call');
+    return { dom, previousAgentTimeout, freezeId: entry.freezeId };
+  } catch (err) {
+    if (isCancellation(err)) throw err;
+    if (counted) deps.metrics.add(M.frozenGuests, -1);
+    if (armed) await standDownUnfrozen(deps, req);
+    if (timeoutSet) {
+      const warning = await restoreAgentTimeout(lv, { domainUuid: req.domainUuid, previousAgentTimeout: timeoutSet.previousAgentTimeout }).catch((e: unknown) => String(e));
+      if (warning) deps.log.warn(warning, { domain: req.domainName });
+    }
+    throw new StepError(`prepare freeze of ${req.domainName}`, err, undefined, FREEZE_NOT_SENT);
+  }
+}
+
+/** Guard off without a thaw: journal entry and watchdog gone (each tried, whatever the other did). */
+async function standDownUnfrozen(deps: ActivityDeps, req: FreezeRequest): Promise<void> {
+  for (const step of [() => deps.guard.release(req.domainUuid), () => deps.guard.clear(req.domainUuid)]) {
+    await step().catch((e: unknown) => deps.log.warn('could not stand the freeze guard down after a failure before the freeze', { domain: req.domainName, error: String(e) }));
+  }
 }
 
 /**

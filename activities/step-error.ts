@@ -24,6 +24,8 @@ export class StepError extends Error {
     readonly doing: string,
     override readonly cause: unknown,
     readonly as?: StepFailure,
+    /** Facts the workflow branches on, added to the failure's details (e.g. FREEZE_NOT_SENT). */
+    readonly facts?: Readonly<Record<string, unknown>>,
   ) {
     super(`${doing}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
   }

@@ -1,6 +1,6 @@
 import { ApplicationFailure, TemporalFailure } from '@temporalio/common';
 import { ParentClosePolicy, WorkflowIdReusePolicy, condition, executeChild, isCancellation, log, patched, startChild, uuid4, workflowInfo } from '@temporalio/workflow';
-import { FailureType } from '../src/model/failures';
+import { FailureType, saysFreezeNotSent } from '../src/model/failures';
 import type { SnapshotInput } from '../src/model/input';
 import { judgeFreeze } from '../src/model/quiesce-truth';
 import { FLEET_TASK_QUEUE } from '../src/model/fleet';
@@ -70,7 +70,17 @@ export async function captureDisks(plan: SnapshotPlan, input: SnapshotInput, sag
         throw err;
       }
       if (isCancellation(err)) throw err;
-      if (patched(FOLLOWS_MIGRATION)) {
+      if (freezeNotSent(err) && patched(FREEZE_NOT_SENT_PATCH)) {
+        // It failed before the freeze was sent: nothing of ours is in the guest, so no thaw, no
+        // late-freeze watch and no hand-off (each could end a freeze somebody else made).
+        thawed = true;
+        const type = failureType(err);
+        if (type === FailureType.DomainNotFound || type === FailureType.DomainNotRunning) {
+          throw ApplicationFailure.nonRetryable(`${plan.domain.name} left this host before it was frozen: ${messageOf(err)}`, FailureType.DomainMoved);
+        }
+        if (type === FailureType.DomainBusy) throw err; // another vmsnap run's freeze: it stays theirs
+        if (input.quiesce === 'require') throw asQuiesceFailure(err);
+      } else if (patched(FOLLOWS_MIGRATION)) {
         // Whatever the policy, a freeze that landed late is undone first, where the guest runs now.
         const local = await thawUntilDone(input, dom, progress, input.lateSnapshotWatchMs);
         thawed = true;
@@ -167,6 +177,8 @@ async function thawUntilDone(
 }
 
 const FOLLOWS_MIGRATION = 'vmsnap-thaw-follows-migration';
+/** Histories from before a failure ahead of the freeze call was told apart from a failed freeze. */
+const FREEZE_NOT_SENT_PATCH = 'vmsnap-freeze-not-sent';
 /** Histories from before it thawed (and watched 60 s) after a failure ahead of the freeze. */
 const THAW_ONLY_AFTER_FREEZE_ASKED = 'vmsnap-thaw-only-after-freeze-asked';
 /**
@@ -244,6 +256,16 @@ export function failureType(err: unknown): string | undefined {
     e = e.cause;
   }
   return undefined;
+}
+
+/** The freeze step marked its failure FREEZE_NOT_SENT (activities/freeze.ts). */
+function freezeNotSent(err: unknown): boolean {
+  let e: unknown = err;
+  while (e instanceof TemporalFailure) {
+    if (e instanceof ApplicationFailure) return saysFreezeNotSent(e.details);
+    e = e.cause;
+  }
+  return false;
 }
 
 export function messageOf(err: unknown): string {

@@ -18,6 +18,14 @@ import { lockWorkflowId } from '../src/model/naming';
 export const releaseLock = defineSignal('release');
 /** Release only if held for this workflow id: a run replaced by Reset can no longer release its lock itself. */
 export const releaseLockFor = defineSignal<[{ workflowId: string }]>('release-for');
+/**
+ * A contender's request: check that the holder run still runs, and release if it does not. A run
+ * replaced by Reset is closed, yet its lock and slots go on (Reset does not end them); when the
+ * new run fails before it takes them back, nobody else would ever release them.
+ */
+export const checkHolder = defineSignal('check-holder');
+/** What a lock sends its holder run to learn whether it still runs; the holder does nothing with it. */
+export const holderProbe = defineSignal('lock-holder-probe');
 
 /**
  * Holds a domain for one snapshot run. A child workflow with an id derived from the domain UUID:
@@ -34,7 +42,55 @@ export async function domainLock(holder: { workflowId: string; runId: string }):
   setHandler(releaseLockFor, ({ workflowId }) => {
     if (workflowId === holder.workflowId) released = true;
   });
-  await condition(() => released);
+  let checks = 0;
+  setHandler(checkHolder, () => {
+    checks++;
+  });
+  while (!released) {
+    await condition(() => released || checks > 0);
+    if (released) break;
+    checks = 0;
+    // Fenced by run id: only the very run that took the lock keeps it, and a closed run can act no more.
+    if (!(await stillRuns(holder))) {
+      log.warn('lock holder run is closed; releasing', { holder: `${holder.workflowId}/${holder.runId}` });
+      released = true;
+    }
+  }
+}
+
+/**
+ * Whether the holder run is still open: a signal to a closed run fails "not found". Any other
+ * failure (a signal limit, the server) says nothing about the run, so the lock stays held.
+ */
+async function stillRuns(holder: { workflowId: string; runId: string }): Promise<boolean> {
+  try {
+    await getExternalWorkflowHandle(holder.workflowId, holder.runId).signal(holderProbe);
+    return true;
+  } catch (err) {
+    return !/not found/i.test(String((err as Error)?.message ?? err));
+  }
+}
+
+/** A run that holds locks answers their probes (a no-op: the delivery is the answer). */
+export function answerHolderProbes(): void {
+  setHandler(holderProbe, () => undefined);
+}
+
+/**
+ * A taken lock or slot: ask it to check its holder, then try again for a few seconds. Only a
+ * holder run that is closed lets go, so a live run is never dispossessed.
+ */
+export async function startAfterHolderCheck<T>(id: string, start: () => Promise<T>, busy: unknown): Promise<T> {
+  await getExternalWorkflowHandle(id).signal(checkHolder).catch(() => undefined);
+  for (let i = 0; i < 6; i++) {
+    await sleep(500);
+    try {
+      return await start();
+    } catch (err) {
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+    }
+  }
+  throw busy;
 }
 
 export interface HeldLock {
@@ -43,6 +99,7 @@ export interface HeldLock {
 
 export async function acquireDomainLock(domain: { name: string; uuid: string }, holder: { workflowId: string; runId: string }): Promise<HeldLock> {
   const lockId = lockWorkflowId(domain.uuid);
+  answerHolderProbes();
   const start = () =>
     // Started outside the caller's cancellation scope: cancelling the snapshot run must not
     // cancel its lock before the compensations (which still need the domain) have run.
@@ -63,8 +120,16 @@ export async function acquireDomainLock(domain: { name: string; uuid: string }, 
       // A Reset terminates the run it replaces without terminating that run's lock (observed on
       // Temporal 1.5.1's dev server): the lock still names this workflow id as its holder. Only
       // one run of an id runs at a time, so that holder is gone: take the lock back.
-      if (!(err instanceof WorkflowExecutionAlreadyStartedError) || !isResetRun() || !patched('vmsnap-lock-takeover')) throw err;
-      handle = await takeOver(lockId, holder.workflowId, start, err);
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+      if (isResetRun() && patched('vmsnap-lock-takeover')) {
+        handle = await takeOver(lockId, holder.workflowId, start, err);
+      } else if (patched(HOLDER_CHECK)) {
+        // Held by another workflow id: by a live run (busy), or by one a Reset replaced whose new
+        // run failed before it took the lock back (leaked: the check releases it).
+        handle = await startAfterHolderCheck(lockId, start, err);
+      } else {
+        throw err;
+      }
     }
     const child = handle;
     return {
@@ -107,6 +172,9 @@ export async function acquireDomainLock(domain: { name: string; uuid: string }, 
     throw err;
   }
 }
+
+/** Histories from before a contender asked a taken lock to check its holder. */
+export const HOLDER_CHECK = 'vmsnap-lock-holder-check';
 
 /** A run made by Reset keeps the replaced run's first run id (its start event is copied). */
 export function isResetRun(): boolean {

@@ -2,7 +2,7 @@ import { ApplicationFailure, WorkflowExecutionAlreadyStartedError, WorkflowIdReu
 import { CancellationScope, ParentClosePolicy, getExternalWorkflowHandle, patched, sleep, startChild } from '@temporalio/workflow';
 import { FailureType } from '../src/model/failures';
 import { slotWorkflowId } from '../src/model/naming';
-import { domainLock, isResetRun, releaseLock, releaseLockFor } from './domain-lock';
+import { answerHolderProbes, checkHolder, domainLock, HOLDER_CHECK, isResetRun, releaseLock, releaseLockFor } from './domain-lock';
 
 export interface HeldSlot {
   slot: number;
@@ -34,7 +34,9 @@ export async function acquireSlot(
       await getExternalWorkflowHandle(slotWorkflowId(kind, scope, k)).signal(releaseLockFor, { workflowId: holder.workflowId }).catch(() => undefined);
     }
   }
+  answerHolderProbes();
   for (let round = 0; ; round++) {
+    const taken: string[] = [];
     for (let i = 0; i < n; i++) {
       const k = (first + i) % n;
       try {
@@ -63,7 +65,13 @@ export async function acquireSlot(
         };
       } catch (err) {
         if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+        taken.push(slotWorkflowId(kind, scope, k));
       }
+    }
+    // Once per wait: a slot whose holder run is closed (replaced by a Reset whose new run failed
+    // before it got here) would stay taken forever; asked, it checks its holder and lets go.
+    if (round === 0 && patched(HOLDER_CHECK)) {
+      for (const id of taken) await getExternalWorkflowHandle(id).signal(checkHolder).catch(() => undefined);
     }
     if (Date.now() - t0 > opts.maxWaitMs) {
       throw ApplicationFailure.retryable(`all ${n} ${opts.label} slots stayed taken for ${Math.round((Date.now() - t0) / 1000)} s`, FailureType.FleetBusy);

@@ -69,6 +69,18 @@ export const FailureType = {
   RestorePointNotFound: 'RestorePointNotFound',
   /** restore: the run's images are not all finalized, or carry no restore record. */
   RestorePointIncomplete: 'RestorePointIncomplete',
+  /**
+   * restore: the restore record carries no valid HMAC of the fleet's restore-record key — not
+   * written by a vmsnap worker (planted in the images pool, altered, or another fleet's). Nothing
+   * was created or defined. Never retryable.
+   */
+  RestoreRecordUntrusted: 'RestoreRecordUntrusted',
+  /**
+   * restore --as: the definition it would define is outside the allow-list (a disk that is not the
+   * restore's own RBD clone, a host device, a host path outside the VM's own, hypervisor
+   * pass-through). Nothing was defined. Never retryable.
+   */
+  DefinitionRefused: 'DefinitionRefused',
   /** restore in place: the VM runs and --stop was not given. */
   DomainRunning: 'DomainRunning',
   /** restore --stop: the guest did not power off within the timeout. */
@@ -90,3 +102,17 @@ export const FailureType = {
   FaultInjected: 'FaultInjected',
 } as const;
 export type FailureType = (typeof FailureType)[keyof typeof FailureType];
+
+/**
+ * The failure detail a freeze step attaches when it failed before virDomainFSFreeze was sent (its
+ * status check, its agent-timeout change, its guard arming): nothing of this run can be frozen in
+ * the guest, so the workflow must not thaw, watch for a late freeze or hand a freeze off — any of
+ * those could end a freeze vmsnap never made. Without the mark the outcome counts as unknown.
+ */
+export const FREEZE_NOT_SENT = { freezeSent: false } as const;
+
+/** Whether one of a failure's details is {@link FREEZE_NOT_SENT} (details as they cross the server). */
+export function saysFreezeNotSent(details: readonly unknown[] | null | undefined): boolean {
+  return (details ?? []).some((d) => typeof d === 'object' && d !== null && (d as { freezeSent?: unknown }).freezeSent === false);
+}
+

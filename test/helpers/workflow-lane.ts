@@ -52,16 +52,16 @@ export class WorkflowLane {
   async start(
     host: FakeHost,
     request: Omit<SnapshotRequest, 'domain'>,
-    opts: { workflowTaskTimeout?: Duration } = {},
+    opts: { workflowTaskTimeout?: Duration; workflowId?: string } = {},
   ): Promise<WorkflowHandle<typeof consistentSnapshot>> {
-    const workflowId = `snap-${host.domain.name}`;
+    const { workflowId = `snap-${host.domain.name}`, ...options } = opts;
     this.hosts.set(workflowId, host);
     return this.client.workflow.start<typeof consistentSnapshot>('consistentSnapshot', {
       taskQueue: this.taskQueue,
       workflowId,
       args: [{ domain: host.domain.name, ...request }],
       workflowExecutionTimeout: '1m',
-      ...opts,
+      ...options,
     });
   }
 

@@ -1,6 +1,8 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
-import { FailureType } from '../../src/model/failures';
+import { toFailure } from '../../activities/failures';
+import { StepError } from '../../activities/step-error';
+import { FailureType, FREEZE_NOT_SENT } from '../../src/model/failures';
 import { SA } from '../../src/model/search-attributes';
 import { agentError, FakeHost } from '../helpers/fake-host';
 import { failureOf } from '../helpers/failure-of';
@@ -130,6 +132,55 @@ describe.concurrent('a freeze that fails', () => {
     expect(h.after('freezeGuest')).toEqual(['removeSourceSnaps']);
     expect({ frozen: h.frozen, by: h.frozenBy }).toEqual({ frozen: 3, by: 'other' });
     expect(h.leftovers()).toEqual([]);
+  });
+});
+
+describe.concurrent('a freeze step that fails before the freeze is sent (issue 25 #8)', () => {
+  // As the real freezeGuest reports it (activities/freeze.ts): through the failure edge, marked.
+  // Meanwhile an operator froze the guest: a thaw, a late-freeze watch or a hand-off would end it.
+  const notSent = (h: FakeHost, what: string, cause: Error) =>
+    h.script('freezeGuest', async () => {
+      h.frozen = 3;
+      h.frozenBy = 'other';
+      throw toFailure(new StepError(`prepare freeze of ${h.domain.name}`, new Error(`${what}: ${cause.message}`), undefined, FREEZE_NOT_SENT));
+    });
+
+  it.each([
+    ['its status check', 'guest-fsfreeze-status', new Error('agent did not answer')],
+    ['its guard arming', 'arm the freeze guard', new Error('ENOSPC writing the journal')],
+  ])('quiesce require, %s: fails, with no thaw, no late-freeze watch and no hand-off', async (_what, step, cause) => {
+    const h = notSent(host(), step, cause);
+    const f = await failureOf((await laneOf().start(h, { quiesce: 'require', lateSnapshotWatchMs: 4321, ...keepSnapshot })).result());
+    expect(f.type).toBe(FailureType.FreezeFailed);
+    expect(f.message).toContain(cause.message);
+    expect(h.steps()).not.toContain('thawGuest');
+    expect(h.after('freezeGuest')).toEqual(['removeSourceSnaps']);
+    expect({ frozen: h.frozen, by: h.frozenBy }).toEqual({ frozen: 3, by: 'other' });
+    expect(h.leftovers()).toEqual([]);
+  });
+
+  it('quiesce prefer, its guard arming: crash-consistent and says why, nothing thawed', async () => {
+    const h = notSent(host(), 'arm the freeze guard', new Error('ENOSPC writing the journal'));
+    h.script('snapshotDisks', async (_req, real) => {
+      // The operator thaws before the snapshot; the run must still not have thawed anything itself.
+      h.frozen = 0;
+      h.frozenBy = undefined;
+      return real();
+    });
+    const r = await (await laneOf().start(h, { quiesce: 'prefer', lateSnapshotWatchMs: 4321, ...keepSnapshot })).result();
+    expect(h.steps()).not.toContain('thawGuest');
+    expect(h.after('freezeGuest')).toEqual(['snapshotDisks', 'finalizeDisk', 'finalizeDisk']);
+    expect(r).toMatchObject({ quiesced: false, frozenFilesystems: 0, freezeWindowMs: null });
+    expect(r.quiesceReason).toContain('ENOSPC writing the journal');
+  });
+
+  it('the VM left before it was frozen: DomainMoved, nothing thawed', async () => {
+    const h = host().script('freezeGuest', async () => {
+      throw toFailure(new StepError(`prepare freeze of ${h.domain.name}`, ApplicationFailure.nonRetryable('Domain not found', FailureType.DomainNotFound), undefined, FREEZE_NOT_SENT));
+    });
+    const f = await failureOf((await laneOf().start(h, { quiesce: 'require', ...keepSnapshot })).result());
+    expect(f.type).toBe(FailureType.DomainMoved);
+    expect(h.steps()).not.toContain('thawGuest');
   });
 });
 
