@@ -76,11 +76,12 @@ function polkitRefused(err: LibvirtError, opts: AuthenticateOptions): LibvirtAut
   const uid = opts.uid ?? process.getuid?.() ?? -1;
   const user = opts.uid === undefined ? os.userInfo().username : `uid ${uid}`;
   const action = opts.readOnly ? 'org.libvirt.unix.monitor' : 'org.libvirt.unix.manage';
-  // AUTH_UNAVAILABLE: libvirtd could not reach polkitd (D-Bus or polkitd down); it may come back.
-  // Anything else is polkit's answer for this uid, the same on every retry.
-  const unavailable = err.code === ErrorCode.AUTH_UNAVAILABLE;
+  // libvirtd could not ask polkitd: AUTH_UNAVAILABLE, or (libvirt 9.0, measured) an internal error
+  // "Unable to get system bus connection" when no D-Bus runs. Either may come back. Anything else
+  // is polkit's answer for this uid, the same on every retry.
+  const unavailable = err.code === ErrorCode.AUTH_UNAVAILABLE || /system bus/i.test(err.message);
   const fix = unavailable
-    ? `start polkitd and the system D-Bus on this host, or run vmsnap as root (libvirtd lets root in without asking polkit)`
+    ? `start the system D-Bus and polkitd on this host and add a polkit rule for ${action}, or run vmsnap as root (libvirtd lets root in without asking polkit)`
     : `run vmsnap as root, or add a polkit rule that grants ${action} to uid ${uid} (e.g. /etc/polkit-1/rules.d/50-vmsnap.rules: ` +
       `polkit.addRule(function(a, s) { if (a.id == "${action}" && s.user == "${user}") return polkit.Result.YES; }))`;
   return new LibvirtAuthError(`libvirtd at ${opts.socketPath} refused polkit authentication for uid ${uid} (${action}): ${err.message}`, {

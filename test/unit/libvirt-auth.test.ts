@@ -4,6 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { toFailure } from '../../activities/failures';
+import { doctorExitCode } from '../../src/cli/commands/doctor';
+import { fail, ok } from '../../src/cli/doctor/check';
 import { checkLibvirt } from '../../src/cli/doctor/libvirt-checks';
 import { connectLibvirt } from '../../src/cli/libvirt-session';
 import { Exit } from '../../src/cli/exit-codes';
@@ -86,6 +88,15 @@ describe('libvirt authentication, as libvirt\'s client does it (remoteAuthentica
     expect(result).toMatchObject({ scheme: 'polkit', retryable: true });
   });
 
+  it('polkit with no D-Bus (libvirt 9.0: internal error "Unable to get system bus connection") is retryable too', async () => {
+    const { result } = await connectVia({
+      authList: [AuthType.POLKIT],
+      polkit: { code: ErrorCode.INTERNAL_ERROR, message: 'internal error: Unable to get system bus connection: Could not connect: No such file or directory' },
+    });
+    expect(result).toMatchObject({ scheme: 'polkit', retryable: true });
+    expect((result as LibvirtAuthError).fix).toMatch(/D-Bus and polkitd/);
+  });
+
   it('an unknown scheme number is refused, named', async () => {
     const { result } = await connectVia({ authList: [7] });
     expect(result).toMatchObject({ scheme: 'unknown (7)', retryable: false });
@@ -137,5 +148,8 @@ describe('an auth refusal at the CLI edge (fake libvirtd on a unix socket)', () 
     expect(checks[0].fix).toMatch(/auth_unix_rw = "polkit"/);
     expect(checks[0].fix).not.toMatch(/start libvirtd/);
     expect(checks[0].unreachable).toBeUndefined();
+    expect(doctorExitCode([ok('temporal', 'reachable'), ...checks])).toBe(Exit.authRefused);
+    // A service that is down still wins: its refusal cannot be known yet.
+    expect(doctorExitCode([fail('ceph', 'down', 'start it', true), ...checks])).toBe(Exit.unreachable);
   });
 });

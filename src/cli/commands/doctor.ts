@@ -47,15 +47,16 @@ export async function run(argv: string[]): Promise<number> {
   const checks = [...temporal, ...libvirt.checks, ...(await checkCeph(config, pools))];
 
   const failed = checks.filter((c) => c.status === 'fail');
-  const code = checks.some((c) => c.unreachable)
-    ? Exit.unreachable
-    : checks.some((c) => c.authRefused)
-      ? Exit.authRefused
-      : failed.length
-        ? Exit.failed
-        : Exit.ok;
+  const code = doctorExitCode(checks);
   emit(!!values.json, { ok: !failed.length, checks }, () => checks.map(line).join('\n') + `\n${summary(checks)}`);
   return code;
+}
+
+/** 4 when a service is down beats 6 (a refusal is only seen once the service answers), beats 1. */
+export function doctorExitCode(checks: readonly CheckResult[]): number {
+  if (checks.some((c) => c.unreachable)) return Exit.unreachable;
+  if (checks.some((c) => c.authRefused)) return Exit.authRefused;
+  return checks.some((c) => c.status === 'fail') ? Exit.failed : Exit.ok;
 }
 
 function line(c: CheckResult): string {
