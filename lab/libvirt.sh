@@ -11,6 +11,8 @@
 #                             unix sockets use AUTH (none|polkit|sasl); prints its URI. For tests of
 #                             auth schemes vmsnap refuses; seconds to start (copied capability cache)
 #   lab/libvirt.sh scratch-down NAME      stop it and remove its dir
+#   QEMU_USER=libvirt-qemu (any command that writes a config): QEMU runs as that user instead of
+#                             root. Default root for both hosts: see README ("The lab") for why.
 #
 # Host A (host name hv-a) lives in $LAB_DIR/libvirt, host B (hv-b) in $LAB_DIR/libvirt-b. The host
 # names are what a vmsnap worker for that host uses as its host id (task queue vmsnap-<host>).
@@ -110,8 +112,8 @@ CONF
   # read by libvirtd as /etc/libvirt/qemu.conf inside its namespace
   cat >"$LV_DIR/etc/qemu.conf" <<CONF
 # written by lab/libvirt.sh (host $HOST_NAME)
-user = "root"
-group = "root"
+user = "${QEMU_USER:-root}"
+group = "${QEMU_USER:-root}"
 dynamic_ownership = 0
 remember_owner = 0
 stdio_handler = "file"
