@@ -53,7 +53,7 @@ export async function checkLibvirt(config: Config, opts: { domains?: string[]; a
  */
 function connectFailed(name: string, uri: string, err: unknown): CheckResult {
   if (isAuthRefused(err)) return refused(name, `${uri} refused authentication: ${err.reason}`, err.fix);
-  return fail(name, `cannot connect to ${uri}: ${messageOf(err)}`, 'start libvirtd (or virtqemud), or set --libvirt-uri / VMSNAP_LIBVIRT_URI (qemu:///system?socket=PATH)', true);
+  return fail(name, `cannot connect to ${uri}: ${messageOf(err)}`, 'start libvirtd, or set --libvirt-uri / VMSNAP_LIBVIRT_URI (qemu:///system?socket=PATH)', true);
 }
 
 /**
