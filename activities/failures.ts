@@ -2,6 +2,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import {
   isAgentNotConfigured,
   isAgentUnresponsive,
+  isAuthRefused,
   isInvalidState,
   isNoDomain,
   LibvirtConnectionError,
@@ -38,6 +39,8 @@ function classify(err: unknown): Verdict {
     return is(FailureType.LibvirtError, false);
   }
   if (err instanceof LibvirtTimeoutError || err instanceof LibvirtConnectionError) return is(FailureType.Unavailable, false);
+  // libvirtd refused vmsnap (polkit said no, or SASL): only an operator's config change helps.
+  if (isAuthRefused(err)) return is(FailureType.PermissionDenied, !err.retryable);
   if (err instanceof RbdError) {
     // A key without the capability, or a blocklisted client: refused on every retry.
     if (isPermissionDenied(err) || isBlocklisted(err)) return is(FailureType.PermissionDenied, true);
@@ -50,6 +53,7 @@ function classify(err: unknown): Verdict {
 /** The native code an adapter error carries, for the failure's details. */
 function nativeCode(err: unknown): Record<string, unknown> {
   if (err instanceof LibvirtError) return { libvirtCode: err.code, libvirtDomain: err.domain, procedure: err.procedure };
+  if (isAuthRefused(err)) return { libvirtAuthScheme: err.scheme, socket: err.socketPath, ...(err.code !== undefined ? { libvirtCode: err.code } : {}) };
   if (err instanceof RbdError) return { errno: err.errno, code: err.code, call: err.call };
   return {};
 }

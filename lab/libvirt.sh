@@ -7,6 +7,12 @@
 #   lab/libvirt.sh down       stop both libvirtds and any QEMU they left (by pid), remove their dirs
 #   lab/libvirt.sh kill [a|b] SIGKILL one libvirtd (default a): its QEMUs keep running (fault tests)
 #   lab/libvirt.sh start [a|b] start it again after `kill`; it reconnects to the running QEMUs
+#   lab/libvirt.sh scratch-up NAME AUTH   a third, guest-less libvirtd in $LAB_DIR/libvirt-NAME whose
+#                             unix sockets use AUTH (none|polkit|sasl); prints its URI. For tests of
+#                             auth schemes vmsnap refuses; seconds to start (copied capability cache)
+#   lab/libvirt.sh scratch-down NAME      stop it and remove its dir
+#   QEMU_USER=libvirt-qemu (any command that writes a config): QEMU runs as that user instead of
+#                             root. Default root for both hosts: see README ("The lab") for why.
 #
 # Host A (host name hv-a) lives in $LAB_DIR/libvirt, host B (hv-b) in $LAB_DIR/libvirt-b. The host
 # names are what a vmsnap worker for that host uses as its host id (task queue vmsnap-<host>).
@@ -17,7 +23,13 @@
 # ~/.cache/vmsnap/libvirt-cache (host A) or a copy of it (host B): QEMU capabilities cost ~8-10 s
 # to probe at a first start; libvirtd revalidates the cache against the QEMU binary. So neither
 # reads or writes a system instance's files nor the other's; the client sockets are
-# <dir>/sock/libvirt-sock (no TCP, no auth). QEMU children inherit the namespace. The one change
+# <dir>/sock/libvirt-sock (no TCP). QEMU children inherit the namespace.
+#
+# Authentication: host A keeps `auth_unix_rw = "none"`; host B runs Debian's stock setting,
+# `auth_unix_ro/rw = "polkit"` with the stock socket permissions (0777: polkit decides), so every
+# fleet and migration test reaches host B through polkit auth (REMOTE_PROC_AUTH_LIST, then
+# REMOTE_PROC_AUTH_POLKIT; libvirtd lets root in without asking polkitd, so no polkitd or D-Bus has
+# to run here). lab/migrate.sh's virsh goes through it the same way. The one change
 # outside the lab dir is the `libvirt-qemu` user and group, created when missing (libvirtd looks
 # them up before reading qemu.conf and aborts without them).
 #
@@ -37,7 +49,8 @@ CACHE_DIR="${VMSNAP_CACHE:-$HOME/.cache/vmsnap}/libvirt-cache"
 # select_host a|b: set the paths of one host (HOST_NAME, LV_DIR, CONF, PIDFILE, SOCKET, URI, ...).
 select_host() {
   HOST="$1"
-  HOST_NAME="$(lab_host_name "$HOST")"
+  AUTH="${2:-none}"
+  if [[ $HOST == scratch-* ]]; then HOST_NAME="$HOST"; else HOST_NAME="$(lab_host_name "$HOST")"; fi
   case "$HOST" in
     a)
       LV_DIR="$LAB_DIR/libvirt"
@@ -48,6 +61,12 @@ select_host() {
       LV_DIR="$LAB_DIR/libvirt-b"
       CACHE_SRC="$LAB_DIR/libvirt-b/cache"
       MIGRATION_PORTS=(49184 49215)
+      AUTH=polkit
+      ;;
+    scratch-*)
+      LV_DIR="$LAB_DIR/libvirt-${HOST#scratch-}"
+      CACHE_SRC="$LV_DIR/cache"
+      MIGRATION_PORTS=(49216 49247)
       ;;
   esac
   WHO="libvirt $HOST_NAME"
@@ -84,10 +103,7 @@ write_config() {
   cat >"$CONF" <<CONF
 # written by lab/libvirt.sh (host $HOST_NAME)
 unix_sock_dir = "$SOCK_DIR"
-unix_sock_ro_perms = "0700"
-unix_sock_rw_perms = "0700"
-auth_unix_ro = "none"
-auth_unix_rw = "none"
+$(auth_config)
 listen_tls = 0
 listen_tcp = 0
 log_outputs = "3:file:$LOG"
@@ -96,8 +112,8 @@ CONF
   # read by libvirtd as /etc/libvirt/qemu.conf inside its namespace
   cat >"$LV_DIR/etc/qemu.conf" <<CONF
 # written by lab/libvirt.sh (host $HOST_NAME)
-user = "root"
-group = "root"
+user = "${QEMU_USER:-root}"
+group = "${QEMU_USER:-root}"
 dynamic_ownership = 0
 remember_owner = 0
 stdio_handler = "file"
@@ -138,12 +154,23 @@ VMSNAP_HOOK_DISABLE_FILE=$LV_DIR/vmsnap/hook-off
 ENV
 }
 
+# auth_config: libvirtd.conf's socket auth lines for $AUTH. polkit is Debian's stock setting (its
+# libvirtd.conf leaves these commented; the compiled-in defaults are polkit with 0777 sockets).
+auth_config() {
+  case "$AUTH" in
+    none) printf '%s\n' 'unix_sock_ro_perms = "0700"' 'unix_sock_rw_perms = "0700"' 'auth_unix_ro = "none"' 'auth_unix_rw = "none"' ;;
+    polkit) printf '%s\n' 'unix_sock_ro_perms = "0777"' 'unix_sock_rw_perms = "0777"' 'auth_unix_ro = "polkit"' 'auth_unix_rw = "polkit"' ;;
+    sasl) printf '%s\n' 'unix_sock_ro_perms = "0700"' 'unix_sock_rw_perms = "0700"' 'auth_unix_ro = "sasl"' 'auth_unix_rw = "sasl"' ;;
+    *) die "$WHO" "unknown auth scheme $AUTH (none|polkit|sasl)" ;;
+  esac
+}
+
 host_uuid() { [[ -f "$CONF" ]] && sed -n 's/^host_uuid = "\(.*\)"$/\1/p' "$CONF"; return 0; }
 
 # seed_cache: host B starts from a copy of host A's QEMU capability cache (answers in ~1 s instead
 # of probing QEMU for ~8-10 s). A copy, not the same directory: two daemons would rewrite one file.
 seed_cache() {
-  [[ "$HOST" == b ]] || return 0
+  [[ "$HOST" != a ]] || return 0
   mkdir -p "$CACHE_SRC"
   [[ -d "$CACHE_DIR/qemu" && ! -e "$CACHE_SRC/qemu" ]] && cp -a "$CACHE_DIR/qemu" "$CACHE_SRC/"
   return 0
@@ -289,11 +316,37 @@ cmd_down() {
   rm -f "$ENV_D/libvirt.env"
 }
 
+# scratch-up NAME AUTH: a guest-less libvirtd whose sockets want AUTH; prints its URI.
+cmd_scratch_up() {
+  [[ ${1:-} =~ ^[a-z0-9]{1,16}$ ]] || die libvirt "scratch-up: NAME must be 1-16 of [a-z0-9], got '${1:-}'"
+  select_host "scratch-$1" "${2:-}"
+  auth_config >/dev/null
+  ensure_user
+  stop_pidfile "$PIDFILE" "$CONF" 10
+  write_config
+  seed_cache
+  # answers() asks virsh, which cannot authenticate to a SASL socket without credentials: wait for
+  # the socket instead.
+  if [[ $AUTH == sasl ]]; then answers() { [[ -S $SOCKET ]]; }; fi
+  start_daemon >&2
+  echo "$URI"
+}
+
+cmd_scratch_down() {
+  [[ ${1:-} =~ ^[a-z0-9]{1,16}$ ]] || die libvirt "scratch-down: NAME must be 1-16 of [a-z0-9], got '${1:-}'"
+  select_host "scratch-$1"
+  stop_pidfile "$PIDFILE" "$CONF" 10
+  rm -rf "$LV_DIR"
+  say "$WHO" "down"
+}
+
 case "${1:-}" in
   up) cmd_up ;;
+  scratch-up) cmd_scratch_up "${2:-}" "${3:-}" ;;
+  scratch-down) cmd_scratch_down "${2:-}" ;;
   status) cmd_status ;;
   down) cmd_down ;;
   kill) cmd_kill "${2:-a}" ;;
   start) cmd_start "${2:-a}" ;;
-  *) echo "usage: $0 up|status|down|kill [a|b]|start [a|b]" >&2; exit 2 ;;
+  *) echo "usage: $0 up|status|down|kill [a|b]|start [a|b]|scratch-up NAME AUTH|scratch-down NAME" >&2; exit 2 ;;
 esac

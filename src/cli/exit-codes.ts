@@ -11,6 +11,11 @@ export const Exit = {
   unreachable: 4,
   /** The run was terminated or timed out. */
   terminated: 5,
+  /**
+   * libvirtd answered but did not let vmsnap in: a refused polkit check, or an auth scheme vmsnap
+   * does not implement (SASL). Not "unreachable": starting anything will not help; its config will.
+   */
+  authRefused: 6,
 } as const;
 
 export class CliError extends Error {

@@ -57,13 +57,17 @@ export class LibvirtClient {
     this.callTimeoutMs = callTimeoutMs;
   }
 
-  /** Opens the socket and runs REMOTE_PROC_CONNECT_OPEN (virConnectOpen). */
+  /**
+   * Opens the socket, authenticates as libvirt's client does (REMOTE_PROC_AUTH_LIST, then polkit or
+   * none; SASL fails with LibvirtAuthError) and runs REMOTE_PROC_CONNECT_OPEN (virConnectOpen).
+   */
   static async connect(options: LibvirtConnectOptions = {}): Promise<LibvirtClient> {
     const { socketPath, openName } = resolveEndpoint(options);
     const callTimeoutMs = options.callTimeoutMs ?? 30_000;
     const pool = new ConnectionPool({
       dial: options.dialer ?? (() => dialUnix(socketPath)),
       openName,
+      endpoint: options.dialer ? `${socketPath} (custom dialer)` : socketPath,
       readOnly: options.readOnly ?? false,
       callTimeoutMs,
       keepaliveIntervalMs: options.keepaliveIntervalMs,

@@ -6,6 +6,7 @@
  * (libvirtd restarted) leave the pool; the next call dials again and re-runs CONNECT_OPEN.
  */
 import type { Duplex } from 'node:stream';
+import { authenticate } from './auth';
 import { LibvirtConnectionError } from './errors';
 import { CONNECT_RO, FEATURE_PROGRAM_KEEPALIVE, REMOTE_PROGRAM, RemoteProcedure } from './procedures';
 import { Transport, type CallRequest, type Dialer } from './transport';
@@ -15,6 +16,8 @@ export interface ConnectionPoolOptions {
   dial: Dialer;
   /** The URI sent in CONNECT_OPEN. */
   openName: string;
+  /** Where `dial` goes, for error messages (the socket path). */
+  endpoint: string;
   readOnly: boolean;
   /** Timeout of CONNECT_OPEN / CONNECT_CLOSE (the latter capped at 5 s). */
   callTimeoutMs: number;
@@ -85,9 +88,13 @@ export class ConnectionPool {
     else this.claims.delete(t);
   }
 
-  /** Dial, REMOTE_PROC_CONNECT_OPEN (virConnectOpen) and, with keepalive, the feature handshake. */
+  /**
+   * Dial, authenticate (REMOTE_PROC_AUTH_LIST and what it names, see auth.ts), REMOTE_PROC_CONNECT_OPEN
+   * (virConnectOpen) and, with keepalive, the feature handshake. Every connection authenticates:
+   * libvirtd keeps the result per connection.
+   */
   private async open(): Promise<Transport> {
-    const { dial, openName, readOnly, callTimeoutMs: timeoutMs, keepaliveIntervalMs } = this.options;
+    const { dial, openName, endpoint, readOnly, callTimeoutMs: timeoutMs, keepaliveIntervalMs } = this.options;
     let socket: Duplex;
     try {
       socket = await dial();
@@ -96,6 +103,7 @@ export class ConnectionPool {
     }
     const t = new Transport(socket, { keepaliveIntervalMs });
     try {
+      await authenticate((req) => t.call(req), { socketPath: endpoint, readOnly, timeoutMs });
       const open = new XdrWriter().optionalString(openName).uint(readOnly ? CONNECT_RO : 0);
       await t.call({ program: REMOTE_PROGRAM, procedure: RemoteProcedure.CONNECT_OPEN, payload: open.toBuffer(), timeoutMs });
       if (keepaliveIntervalMs) {

@@ -8,16 +8,20 @@ import type { XdrReader } from './xdr';
 export const ErrorCode = {
   OK: 0,
   INTERNAL_ERROR: 1,
+  NO_SUPPORT: 3,
   INVALID_ARG: 8,
   OPERATION_FAILED: 9,
   OPERATION_DENIED: 29,
   SYSTEM_ERROR: 38,
   RPC: 39,
   NO_DOMAIN: 42,
+  AUTH_FAILED: 45,
   OPERATION_INVALID: 55,
   OPERATION_TIMEOUT: 68,
   ARGUMENT_UNSUPPORTED: 74,
+  AUTH_CANCELLED: 79,
   AGENT_UNRESPONSIVE: 86,
+  AUTH_UNAVAILABLE: 94,
 } as const;
 
 /** virErrorDomain values seen in vmsnap's error paths. */
@@ -69,6 +73,49 @@ export class LibvirtConnectionError extends Error {
   override readonly name = 'LibvirtConnectionError';
 }
 
+/** How a libvirtd socket wants its clients to authenticate (remote_protocol.x `remote_auth_type`). */
+export type AuthScheme = 'none' | 'sasl' | 'polkit' | `unknown (${number})`;
+
+export interface LibvirtAuthErrorFields {
+  /** The scheme libvirtd's socket is configured with (its `auth_unix_rw` / `auth_unix_ro`). */
+  scheme: AuthScheme;
+  socketPath: string;
+  /** What the operator changes so that vmsnap gets in. */
+  fix: string;
+  /** Only when libvirtd could not ask polkitd (it may answer later); a refusal or an unsupported scheme repeats on every retry. */
+  retryable: boolean;
+  /** libvirtd's own error, when it refused an authentication call. */
+  cause?: LibvirtError;
+}
+
+/**
+ * libvirtd did not let this client in: its socket wants a scheme vmsnap does not speak (SASL), or
+ * it refused the polkit check for this process's uid. No call after CONNECT_OPEN ran; nothing in
+ * any guest changed. Raised once, by the connection's authentication step (auth.ts), so every
+ * caller sees the same type whatever it was doing.
+ */
+export class LibvirtAuthError extends Error {
+  override readonly name = 'LibvirtAuthError';
+  readonly scheme: AuthScheme;
+  readonly socketPath: string;
+  /** What happened, without the fix (the message carries both). */
+  readonly reason: string;
+  readonly fix: string;
+  readonly retryable: boolean;
+  /** libvirt's error number when libvirtd refused the call (45 AUTH_FAILED, 94 AUTH_UNAVAILABLE...). */
+  readonly code: number | undefined;
+
+  constructor(reason: string, fields: LibvirtAuthErrorFields) {
+    super(`${reason}; fix: ${fields.fix}`, fields.cause ? { cause: fields.cause } : undefined);
+    this.reason = reason;
+    this.scheme = fields.scheme;
+    this.socketPath = fields.socketPath;
+    this.fix = fields.fix;
+    this.retryable = fields.retryable;
+    this.code = fields.cause?.code;
+  }
+}
+
 /** Decodes `remote_error` (virnetprotocol.x `virNetMessageError`) from an error reply payload. */
 export function decodeRemoteError(r: XdrReader, procedure: string): LibvirtError {
   const code = r.int();
@@ -87,6 +134,11 @@ export function decodeRemoteError(r: XdrReader, procedure: string): LibvirtError
 
 function hasCode(e: unknown, code: number): e is LibvirtError {
   return e instanceof LibvirtError && e.code === code;
+}
+
+/** libvirtd refused this client's authentication, or wants a scheme vmsnap does not implement. */
+export function isAuthRefused(e: unknown): e is LibvirtAuthError {
+  return e instanceof LibvirtAuthError;
 }
 
 /** VIR_ERR_NO_DOMAIN (42): no domain with that name or UUID. */

@@ -23,6 +23,9 @@ export const RemoteProcedure = {
   DOMAIN_LOOKUP_BY_NAME: 23,
   DOMAIN_LOOKUP_BY_UUID: 24,
   CONNECT_SUPPORTS_FEATURE: 60,
+  AUTH_LIST: 66,
+  AUTH_SASL_INIT: 67,
+  AUTH_POLKIT: 70,
   DOMAIN_GET_STATE: 212,
   DOMAIN_UNDEFINE_FLAGS: 231,
   DOMAIN_SHUTDOWN_FLAGS: 258,
@@ -54,6 +57,15 @@ export function procedureName(program: number, procedure: number): string {
 
 /** VIR_DRV_FEATURE_PROGRAM_KEEPALIVE: asking about it tells libvirtd we answer its pings. */
 export const FEATURE_PROGRAM_KEEPALIVE = 10;
+
+/** remote_auth_type: what REMOTE_PROC_AUTH_LIST returns, one per scheme the socket accepts. */
+export const AuthType = {
+  NONE: 0,
+  SASL: 1,
+  POLKIT: 2,
+} as const;
+/** REMOTE_AUTH_TYPE_LIST_MAX */
+export const AUTH_TYPE_LIST_MAX = 20;
 
 /** virConnectFlags */
 export const CONNECT_RO = 1;

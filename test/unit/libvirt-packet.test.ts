@@ -2,13 +2,13 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { decodeFrame, encodeFrame, FrameSplitter, MessageStatus, MessageType } from '../../src/libvirt/packet';
 import { KEEPALIVE_PROGRAM, REMOTE_PROGRAM, RemoteProcedure } from '../../src/libvirt/procedures';
-import { loadFrames } from '../fixtures/libvirt/frames';
+import { loadRecordedFrames } from '../fixtures/libvirt/frames';
 
-const recorded = ['connect-lookup', 'domain-xml', 'errors', 'keepalive', 'freeze-thaw'].flatMap((n) => loadFrames(n));
+const recorded = ['connect-lookup', 'domain-xml', 'errors', 'keepalive', 'freeze-thaw'].flatMap((n) => loadRecordedFrames(n));
 
 describe('RPC framing', () => {
   it('encodes CONNECT_OPEN exactly as recorded from libvirtd', () => {
-    const [open] = loadFrames('connect-lookup');
+    const [open] = loadRecordedFrames('connect-lookup');
     const payload = open.bytes.subarray(28);
     const frame = encodeFrame(
       { program: REMOTE_PROGRAM, version: 1, procedure: RemoteProcedure.CONNECT_OPEN, type: MessageType.Call, serial: 1, status: MessageStatus.Ok },
@@ -27,7 +27,7 @@ describe('RPC framing', () => {
   });
 
   it('decodes a recorded keepalive PING as program "keep", type MESSAGE, serial 0', () => {
-    const ping = loadFrames('keepalive').find((f) => f.dir === '<' && f.bytes.readUInt32BE(4) === KEEPALIVE_PROGRAM);
+    const ping = loadRecordedFrames('keepalive').find((f) => f.dir === '<' && f.bytes.readUInt32BE(4) === KEEPALIVE_PROGRAM);
     expect(decodeFrame(ping!.bytes).header).toEqual({ program: KEEPALIVE_PROGRAM, version: 1, procedure: 1, type: MessageType.Message, serial: 0, status: 0 });
   });
 

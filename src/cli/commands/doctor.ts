@@ -20,7 +20,8 @@ Checks what a snapshot needs, one line per check with OK, WARN or FAIL and how t
   --image-pool POOL        the pool flattened images go to (default from config: images)
 ${COMMON_HELP}
 
-Exit code: 0 when nothing FAILs (WARNs allowed), 1 on a FAIL, 4 when a service is unreachable.`;
+Exit code: 0 when nothing FAILs (WARNs allowed), 1 on a FAIL, 4 when a service is unreachable,
+6 when libvirtd refused to authenticate vmsnap (polkit denied, or SASL configured).`;
 
 export async function run(argv: string[]): Promise<number> {
   const { values } = parse(
@@ -46,9 +47,16 @@ export async function run(argv: string[]): Promise<number> {
   const checks = [...temporal, ...libvirt.checks, ...(await checkCeph(config, pools))];
 
   const failed = checks.filter((c) => c.status === 'fail');
-  const code = checks.some((c) => c.unreachable) ? Exit.unreachable : failed.length ? Exit.failed : Exit.ok;
+  const code = doctorExitCode(checks);
   emit(!!values.json, { ok: !failed.length, checks }, () => checks.map(line).join('\n') + `\n${summary(checks)}`);
   return code;
+}
+
+/** 4 when a service is down beats 6 (a refusal is only seen once the service answers), beats 1. */
+export function doctorExitCode(checks: readonly CheckResult[]): number {
+  if (checks.some((c) => c.unreachable)) return Exit.unreachable;
+  if (checks.some((c) => c.authRefused)) return Exit.authRefused;
+  return checks.some((c) => c.status === 'fail') ? Exit.failed : Exit.ok;
 }
 
 function line(c: CheckResult): string {

@@ -7,6 +7,8 @@ export interface CheckResult {
   fix?: string;
   /** The service could not be reached at all (exit code 4). */
   unreachable?: boolean;
+  /** The service answered and refused to authenticate vmsnap (exit code 6). */
+  authRefused?: boolean;
 }
 
 export const ok = (name: string, detail: string): CheckResult => ({ name, status: 'ok', detail });
@@ -18,6 +20,9 @@ export const fail = (name: string, detail: string, fix: string, unreachable = fa
   fix,
   ...(unreachable ? { unreachable } : {}),
 });
+
+/** A service that answered and refused vmsnap's credentials: its fix is configuration, not "start it". */
+export const refused = (name: string, detail: string, fix: string): CheckResult => ({ name, status: 'fail', detail, fix, authRefused: true });
 
 /** Bounds a probe so doctor always finishes, even against a hung daemon. */
 export async function within<T>(ms: number, what: string, p: Promise<T>): Promise<T> {

@@ -1,9 +1,9 @@
-import { LibvirtClient, parseDomainXml } from '../../libvirt';
+import { LibvirtClient, isAuthRefused, parseDomainXml } from '../../libvirt';
 import type { DomainRef } from '../../libvirt';
 import { readOnlyLibvirtUri } from '../../config';
 import type { Config } from '../../config';
 import { FreezeGuard } from '../../host/freeze-guard';
-import { fail, messageOf, ok, warn, within } from './check';
+import { fail, messageOf, ok, refused, warn, within } from './check';
 import type { CheckResult } from './check';
 
 const AGENT_CHANNEL_HINT =
@@ -28,8 +28,7 @@ export async function checkLibvirt(config: Config, opts: { domains?: string[]; a
   try {
     lv = await within(10_000, 'connect', LibvirtClient.connect({ uri, callTimeoutMs: 10_000 }));
   } catch (err) {
-    const check = fail('libvirt', `cannot connect to ${uri}: ${messageOf(err)}`, 'start libvirtd, or set --libvirt-uri / VMSNAP_LIBVIRT_URI (qemu:///system?socket=PATH)', true);
-    return { checks: [check], sourcePools: [] };
+    return { checks: [connectFailed('libvirt', uri, err)], sourcePools: [] };
   }
   try {
     const checks: CheckResult[] = [];
@@ -46,6 +45,15 @@ export async function checkLibvirt(config: Config, opts: { domains?: string[]; a
   } finally {
     await lv.close();
   }
+}
+
+/**
+ * An authentication refusal is not a daemon that is down: its hint is the auth setting that
+ * refused (from LibvirtAuthError), not "start libvirtd", and doctor exits 6 instead of 4.
+ */
+function connectFailed(name: string, uri: string, err: unknown): CheckResult {
+  if (isAuthRefused(err)) return refused(name, `${uri} refused authentication: ${err.reason}`, err.fix);
+  return fail(name, `cannot connect to ${uri}: ${messageOf(err)}`, 'start libvirtd, or set --libvirt-uri / VMSNAP_LIBVIRT_URI (qemu:///system?socket=PATH)', true);
 }
 
 /**
@@ -69,6 +77,7 @@ async function checkReadOnly(config: Config): Promise<CheckResult> {
     await ro.listDomains().finally(() => ro.close());
     return ok('libvirt read-only', `read-only connection works (${uri})`);
   } catch (err) {
+    if (isAuthRefused(err)) return refused('libvirt read-only', `${uri} refused authentication (${err.scheme})`, err.fix);
     return fail('libvirt read-only', `cannot open a read-only connection via ${uri}: ${messageOf(err)}`, "inspection uses libvirtd's read-only socket (libvirt-sock-ro beside the read-write one): check its permissions, or set VMSNAP_LIBVIRT_RO_URI");
   }
 }
