@@ -19,6 +19,8 @@ import { OrphanReaper } from './orphan-reaper';
 import { resolveScope } from './scope';
 import { flattenProgressSignal } from '../../workflows/progress';
 import { connectionOptions } from '../temporal-connection';
+import { requirePreparedNamespace } from '../temporal-setup';
+import { NamespaceNotPreparedError } from '../temporal-namespace';
 import { workflowCode } from './workflows-path';
 import { bulkTaskQueue } from '../model/naming';
 import { FLEET_TASK_QUEUE } from '../model/fleet';
@@ -93,11 +95,17 @@ export async function createHostWorker(
     });
 
     const connOpts = connectionOptions(config);
-    const client = new Client({
-      connection: await untilConnected('temporal', log, opts.signal, () => Connection.connect(connOpts)),
-      namespace: config.temporal.namespace,
-    });
+    const clientConnection = await untilConnected('temporal', log, opts.signal, () => Connection.connect(connOpts));
+    const client = new Client({ connection: clientConnection, namespace: config.temporal.namespace });
     opened.client = client;
+    // Before any poller: on an unprepared namespace every run would fail its first upsert, over
+    // and over; better one line naming `vmsnap setup` and an exit (the journal is thawed by now).
+    // A server that does not let this client list them (permissions, a hosted namespace) is not
+    // proof of absence: the worker starts and says so.
+    await requirePreparedNamespace(clientConnection, config.temporal.namespace).catch((err: unknown) => {
+      if (err instanceof NamespaceNotPreparedError) throw err;
+      log.warn('cannot list the namespace search attributes; starting anyway', { error: String(err) });
+    });
     deps.scope = await resolveScope(config, client);
     const connection = await untilConnected('temporal (worker)', log, opts.signal, () => NativeConnection.connect(connOpts));
     opened.connection = connection;
