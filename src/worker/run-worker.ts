@@ -5,7 +5,7 @@ import type { WorkerOptions } from '@temporalio/worker';
 import { createActivities } from '../../activities';
 import { hostTaskQueue } from '../config';
 import type { Config } from '../config';
-import { M, Metrics } from '../host/metrics';
+import { hostMetrics } from '../host/metrics';
 import { releaseFreedMemory } from '../ceph';
 import { createHostDeps } from './host-deps';
 import type { HostDeps } from './host-deps';
@@ -58,10 +58,7 @@ export async function createHostWorker(
   log: Logger = jsonLogger({ host: config.host }),
   opts: { workflows?: Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'>; signal?: AbortSignal } = {},
 ): Promise<HostWorker> {
-  const metrics = new Metrics();
-  // Declared up front so /metrics shows vmsnap's series before the first freeze.
-  metrics.set(M.frozenGuests, 0);
-  metrics.inc(M.thaws, { layer: 'workflow' }, 0);
+  const metrics = hostMetrics();
   const sdkMetricsPort = config.metricsPort ? config.metricsPort + 1 : 0;
   if (!runtimeInstalled) {
     // Once per process: the SDK's own logs at WARN, as JSON lines like ours; its metrics on port+1.
