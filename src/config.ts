@@ -222,8 +222,8 @@ export function loadConfig(flags: ConfigOverrides = {}, env: NodeJS.ProcessEnv =
   const { temporal, secrets: inline } = resolveTemporal(flags.temporal, env, fromConfigFile.temporal);
   const rest = (o: ConfigOverrides) => ({ ...o, temporal: {} });
   const merged = merge(merge(merge({ temporal: {}, libvirt: {}, ceph: {} }, rest(fromConfigFile)), rest(fromEnv(env))), prune(rest(flags)));
-  // false survives: prune drops only undefined and empty objects.
-  merged.temporal = prune(temporal);
+  // An empty tls object means "TLS on, system roots" (TEMPORAL_TLS=true): prune must not drop it.
+  merged.temporal = { ...prune({ ...temporal, tls: undefined }), ...(temporal.tls !== undefined ? { tls: temporal.tls } : {}) };
   const r = ConfigSchema.safeParse(merged);
   if (!r.success) {
     throw new ConfigError(
