@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { ServiceError } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
 import { hostMetrics } from '../../src/host/metrics';
@@ -5,7 +7,7 @@ import { NamespaceNotPreparedError, missingSearchAttributesIn } from '../../src/
 import { VERSION } from '../../src/version';
 import { vmsnapCli } from '../helpers/cli';
 
-const pkg = require('../../package.json') as { version: string };
+const pkg = JSON.parse(readFileSync(path.resolve(__dirname, '../../package.json'), 'utf8')) as { version: string };
 
 describe('what an operator sees first', () => {
   it('vmsnap --version prints the package version and exits 0', async () => {

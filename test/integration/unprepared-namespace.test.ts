@@ -1,0 +1,68 @@
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SnapshotResult } from '../../src/model/types';
+import { SEARCH_ATTRIBUTE_TYPES } from '../../src/model/search-attributes';
+import { startHarness, uniqueId } from '../helpers/harness';
+import type { Harness } from '../helpers/harness';
+import { CephView } from '../helpers/ceph-inspect';
+import { cliEnv, json, vmsnapCli } from '../helpers/cli';
+import { ensureThawed } from '../helpers/guest';
+import { temporalBinary } from '../helpers/temporal-binary';
+import { quiescedTruthViolations } from '../helpers/truth';
+import { labVars, need } from '../../support/lab/env';
+
+/*
+ * A Temporal namespace nobody prepared for vmsnap, as a real cluster is: a dev server of its own,
+ * started WITHOUT vmsnap's search attributes (the lab's registers them). Every command that meets
+ * the gap says so in one line naming `vmsnap setup` (exit 4); `vmsnap setup` registers them, twice
+ * is harmless, and then the same snapshot is quiesced (checked on the image, not on the result).
+ */
+let server: TestWorkflowEnvironment;
+let env: NodeJS.ProcessEnv;
+let h: Harness | undefined;
+let vars: Record<string, string>;
+let g1: string;
+
+beforeAll(async () => {
+  vars = labVars();
+  g1 = need(vars, 'VMSNAP_GUEST_1DISK');
+  server = await TestWorkflowEnvironment.createLocal({ server: { executable: { type: 'existing-path', path: temporalBinary() } } });
+  env = cliEnv(vars, { VMSNAP_TEMPORAL_ADDRESS: server.address });
+}, 60_000);
+afterAll(async () => {
+  await ensureThawed(vars, g1);
+  await h?.stop();
+  await server?.teardown();
+});
+
+const oneLine = /^vmsnap: Temporal namespace "default" is not prepared for vmsnap \(search attributes? [A-Za-z, ]+ not registered\): run `vmsnap setup`\n$/;
+
+describe('an unprepared Temporal namespace', () => {
+  it('snapshot, schedule create and the worker say "run `vmsnap setup`" in one line, exit 4', async () => {
+    const snap = await vmsnapCli(['snapshot', g1, '--host', 'nowhere', '--workflow-id', uniqueId('unprep')], env);
+    expect(snap.stderr).toMatch(oneLine);
+    expect(snap.code).toBe(4);
+    const sched = await vmsnapCli(['schedule', 'create', uniqueId('unprep'), '--domain', g1, '--every', '1h'], env);
+    expect(sched.stderr).toMatch(oneLine);
+    expect(sched.code).toBe(4);
+    // The worker refuses before polling (a run would fail its first search-attribute upsert).
+    await expect(startHarness({ temporalAddress: server.address })).rejects.toThrow(/not prepared for vmsnap .*run `vmsnap setup`/);
+  });
+
+  it('vmsnap setup registers them, a second run changes nothing, and then a snapshot is quiesced', async () => {
+    const first = await vmsnapCli(['setup', '--json'], env);
+    expect(first.code, first.stderr).toBe(0);
+    expect(json<{ added: string[] }>(first).added.sort()).toEqual(Object.keys(SEARCH_ATTRIBUTE_TYPES).sort());
+    const again = await vmsnapCli(['setup'], env);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toMatch(/already prepared .*nothing to do/);
+
+    h = await startHarness({ temporalAddress: server.address });
+    const r = await vmsnapCli(['snapshot', g1, '--host', h.config.host, '--quiesce', 'require', '--workflow-id', uniqueId('prepared'), '--wait', '--json'], env);
+    expect(r.code, r.stderr).toBe(0);
+    const result = json<SnapshotResult>(r);
+    expect(result.quiesced).toBe(true);
+    expect(await quiescedTruthViolations(vars, result)).toEqual([]);
+    await new CephView(vars).removeResultImages(result);
+  }, 240_000);
+});
