@@ -10,6 +10,7 @@ import { ensureThawed } from '../helpers/guest';
 import { temporalBinary } from '../helpers/temporal-binary';
 import { quiescedTruthViolations } from '../helpers/truth';
 import { labVars, need } from '../../support/lab/env';
+import { VERSION } from '../../src/version';
 
 /*
  * A Temporal namespace nobody prepared for vmsnap, as a real cluster is: a dev server of its own,
@@ -50,19 +51,29 @@ describe('an unprepared Temporal namespace', () => {
   });
 
   it('vmsnap setup registers them, a second run changes nothing, and then a snapshot is quiesced', async () => {
-    const first = await vmsnapCli(['setup', '--json'], env);
-    expect(first.code, first.stderr).toBe(0);
-    expect(json<{ added: string[] }>(first).added.sort()).toEqual(Object.keys(SEARCH_ATTRIBUTE_TYPES).sort());
+    const setup = await vmsnapCli(['setup', '--json'], env);
+    expect(setup.code, setup.stderr).toBe(0);
+    expect(json<{ added: string[] }>(setup).added.sort()).toEqual(Object.keys(SEARCH_ATTRIBUTE_TYPES).sort());
     const again = await vmsnapCli(['setup'], env);
     expect(again.code, again.stderr).toBe(0);
     expect(again.stdout).toMatch(/already prepared .*nothing to do/);
 
     h = await startHarness({ temporalAddress: server.address });
+    // doctor's first line is the version, so a pasted report says which vmsnap wrote it.
+    const doctor = await vmsnapCli(['doctor', '--host', h.config.host, '--domain', g1, '--json'], env);
+    const first = json<{ checks: { name: string; status: string; detail: string }[] }>(doctor).checks[0];
+    expect(first).toMatchObject({ name: 'vmsnap', status: 'ok', detail: `version ${VERSION}` });
     const r = await vmsnapCli(['snapshot', g1, '--host', h.config.host, '--quiesce', 'require', '--workflow-id', uniqueId('prepared'), '--wait', '--json'], env);
     expect(r.code, r.stderr).toBe(0);
     const result = json<SnapshotResult>(r);
     expect(result.quiesced).toBe(true);
     expect(await quiescedTruthViolations(vars, result)).toEqual([]);
     await new CephView(vars).removeResultImages(result);
+
+    // The README's first schedule, as typed there (03:00: it does not fire during the test).
+    const id = uniqueId('nightly');
+    const sched = await vmsnapCli(['schedule', 'create', id, '--domain', g1, '--cron', '0 3 * * *', '--keep-last', '7'], env);
+    expect(sched.code, sched.stderr).toBe(0);
+    expect((await vmsnapCli(['schedule', 'delete', id], env)).code).toBe(0);
   }, 240_000);
 });
