@@ -77,7 +77,7 @@ async function checkSearchAttributes(conn: Connection, namespace: string, fix: b
       return fail(name, `registered with the wrong type: ${s.wrongType.join(', ')}`, `remove and re-add them as ${s.wrongType.map((k) => `${k}=${SEARCH_ATTRIBUTE_TYPES[k]}`).join(', ')}`);
     }
     if (s.missing.length) {
-      return fail(name, `missing: ${s.missing.join(', ')}`, `vmsnap setup (or doctor --fix), or ${temporalCliFor(s.missing, namespace)}`);
+      return fail(name, `missing: ${s.missing.join(', ')}`, `vmsnap setup (or vmsnap doctor --fix), or ${temporalCliFor(s.missing, namespace)}`);
     }
     if (s.added.length) return ok(name, `registered ${s.added.join(', ')} (--fix)`);
     return ok(name, s.present.join(', '));
