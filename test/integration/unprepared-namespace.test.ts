@@ -1,4 +1,7 @@
-import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import net from 'node:net';
+import { Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SnapshotResult } from '../../src/model/types';
 import { SEARCH_ATTRIBUTE_TYPES } from '../../src/model/search-attributes';
@@ -18,7 +21,7 @@ import { VERSION } from '../../src/version';
  * the gap says so in one line naming `vmsnap setup` (exit 4); `vmsnap setup` registers them, twice
  * is harmless, and then the same snapshot is quiesced (checked on the image, not on the result).
  */
-let server: TestWorkflowEnvironment;
+let server: { address: string; proc: ChildProcess };
 let env: NodeJS.ProcessEnv;
 let h: Harness | undefined;
 let vars: Record<string, string>;
@@ -27,14 +30,38 @@ let g1: string;
 beforeAll(async () => {
   vars = labVars();
   g1 = need(vars, 'VMSNAP_GUEST_1DISK');
-  server = await TestWorkflowEnvironment.createLocal({ server: { executable: { type: 'existing-path', path: temporalBinary() } } });
+  server = await startBareServer();
   env = cliEnv(vars, { VMSNAP_TEMPORAL_ADDRESS: server.address });
 }, 60_000);
 afterAll(async () => {
   await ensureThawed(vars, g1);
   await h?.stop();
-  await server?.teardown();
+  server?.proc.kill('SIGKILL');
 });
+
+/**
+ * `temporal server start-dev` with no --search-attribute, in memory, on a free port. Not
+ * TestWorkflowEnvironment: that installs the SDK's Runtime, and the host worker installs its own.
+ */
+async function startBareServer(): Promise<{ address: string; proc: ChildProcess }> {
+  const port = await new Promise<number>((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const p = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(p));
+    });
+  });
+  const proc = spawn(temporalBinary(), ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--headless', '--namespace', 'default'], { stdio: 'ignore' });
+  const address = `127.0.0.1:${port}`;
+  for (let t0 = Date.now(); Date.now() - t0 < 30_000; await new Promise((r) => setTimeout(r, 200))) {
+    const c = await Connection.connect({ address, connectTimeout: 1000 }).catch(() => undefined);
+    if (!c) continue;
+    const ok = await c.workflowService.describeNamespace({ namespace: 'default' }).then(() => true, () => false);
+    await c.close();
+    if (ok) return { address, proc };
+  }
+  proc.kill('SIGKILL');
+  throw new Error(`the bare Temporal dev server did not answer on ${address} within 30 s`);
+}
 
 const oneLine = /^vmsnap: Temporal namespace "default" is not prepared for vmsnap \(search attributes? [A-Za-z, ]+ not registered\): run `vmsnap setup`\n$/;
 
