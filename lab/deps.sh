@@ -33,6 +33,8 @@ PACKAGES=(
   openssl
   # npm run lint: the lab, guest and CI shell scripts
   shellcheck
+  # test/unit/service-unit.test.ts: systemd-analyze verify on deploy/vmsnap-worker.service
+  systemd
 )
 
 missing_packages() {

@@ -1,12 +1,17 @@
-import { readFileSync } from 'node:fs';
+import { accessSync, constants, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { HOST_ID, RBD_NAME } from './model/input';
+import { mergeLayers, temporalEnvLayer, temporalTomlLayer, vmsnapEnvLayer } from './temporal-settings';
+import type { Secret, TemporalLayer } from './temporal-settings';
 
 /*
  * Configuration from flags, then environment, then an optional JSON config file, then defaults —
- * in that precedence. Secrets never travel in config values: only paths to keyrings and keys.
+ * in that precedence; Temporal's settings also from the Temporal conventions (TEMPORAL_* variables,
+ * temporal.toml profiles), in the order temporal-settings.ts gives. Secrets never travel in config
+ * values: only paths to keyrings and keys. Key material the conventions carry inline
+ * (TEMPORAL_API_KEY, *_DATA, a profile's api_key) is kept beside the config ({@link temporalSecrets}).
  */
 
 const filePath = z
@@ -19,15 +24,17 @@ export const ConfigSchema = z.strictObject({
   temporal: z.strictObject({
     address: z.string().regex(/^[A-Za-z0-9.-]+:\d{1,5}$/, 'temporal.address must be host:port').default('127.0.0.1:7233'),
     namespace: z.string().regex(/^[A-Za-z0-9._-]{1,255}$/, 'temporal.namespace has invalid characters').default('default'),
+    /** false: TLS off, even with an API key (TEMPORAL_TLS=false); an object: on, with these files. */
     tls: z
-      .strictObject({
-        caPath: filePath.optional(),
-        certPath: filePath.optional(),
-        keyPath: filePath.optional(),
-        serverName: z.string().max(255).optional(),
-      })
-      // Half a client pair would be dropped silently and the server would refuse "no certificate".
-      .refine((t) => !t.certPath === !t.keyPath, 'temporal.tls: certPath and keyPath go together (mTLS client pair)')
+      .union([
+        z.literal(false),
+        z.strictObject({
+          caPath: filePath.optional(),
+          certPath: filePath.optional(),
+          keyPath: filePath.optional(),
+          serverName: z.string().max(255).optional(),
+        }),
+      ])
       .optional(),
     /** Path to a file holding a Temporal Cloud API key (never the key itself). */
     apiKeyPath: filePath.optional(),
@@ -109,24 +116,10 @@ export function hostTaskQueue(host: string): string {
   return `vmsnap-${host}`;
 }
 
+/** Everything but Temporal's settings (those: {@link resolveTemporal}). */
 export function fromEnv(env: NodeJS.ProcessEnv): ConfigOverrides {
   const num = (v?: string) => (v === undefined || v === '' ? undefined : Number(v));
-  const tls =
-    env.VMSNAP_TEMPORAL_TLS_CERT || env.VMSNAP_TEMPORAL_TLS_KEY || env.VMSNAP_TEMPORAL_TLS_CA || env.VMSNAP_TEMPORAL_TLS_SERVER_NAME
-      ? {
-          caPath: env.VMSNAP_TEMPORAL_TLS_CA,
-          certPath: env.VMSNAP_TEMPORAL_TLS_CERT,
-          keyPath: env.VMSNAP_TEMPORAL_TLS_KEY,
-          serverName: env.VMSNAP_TEMPORAL_TLS_SERVER_NAME,
-        }
-      : undefined;
   return prune({
-    temporal: {
-      address: env.VMSNAP_TEMPORAL_ADDRESS ?? env.TEMPORAL_ADDRESS,
-      namespace: env.VMSNAP_TEMPORAL_NAMESPACE ?? env.TEMPORAL_NAMESPACE,
-      tls,
-      apiKeyPath: env.VMSNAP_TEMPORAL_API_KEY_FILE,
-    },
     libvirt: { uri: env.VMSNAP_LIBVIRT_URI ?? env.LIBVIRT_DEFAULT_URI, readOnlyUri: env.VMSNAP_LIBVIRT_RO_URI, statusDir: env.VMSNAP_LIBVIRT_STATUS_DIR },
     ceph: {
       conf: env.VMSNAP_CEPH_CONF ?? env.CEPH_CONF,
@@ -167,9 +160,91 @@ export function fromFile(file: string | undefined): ConfigOverrides {
   }
 }
 
-/** flags > env > file > defaults. */
+/** Inline key material from the Temporal conventions, read by temporal-connection.ts; never in Config. */
+export interface TemporalSecrets {
+  caData?: string;
+  certData?: string;
+  keyData?: string;
+  apiKey?: string;
+  grpcMeta?: Record<string, string>;
+}
+
+// Keyed by the config's temporal section, so a copy of the config that keeps the section keeps them.
+const secrets = new WeakMap<object, TemporalSecrets>();
+
+export function temporalSecrets(config: Config): TemporalSecrets {
+  return secrets.get(config.temporal) ?? {};
+}
+
+type TemporalOverrides = NonNullable<ConfigOverrides['temporal']>;
+
+function fileLayer(t: TemporalOverrides | undefined): TemporalLayer {
+  if (!t) return {};
+  const tls = t.tls as Config['temporal']['tls'] | undefined;
+  const path = (v: string | undefined) => (v ? { path: v } : undefined);
+  return {
+    address: t.address,
+    namespace: t.namespace,
+    tls: tls === undefined ? undefined : tls !== false,
+    serverName: tls ? tls.serverName : undefined,
+    ca: path(tls ? tls.caPath : undefined),
+    cert: path(tls ? tls.certPath : undefined),
+    key: path(tls ? tls.keyPath : undefined),
+    apiKey: path(t.apiKeyPath),
+  };
+}
+
+/**
+ * Temporal's settings from every source, highest first (see temporal-settings.ts): the section of
+ * Config, with paths only, and the inline secrets beside it.
+ */
+export function resolveTemporal(
+  flags: TemporalOverrides | undefined,
+  env: NodeJS.ProcessEnv,
+  file: TemporalOverrides | undefined,
+): { temporal: Record<string, unknown>; secrets: TemporalSecrets } {
+  let conventions: TemporalLayer, profile: TemporalLayer;
+  try {
+    conventions = temporalEnvLayer(env);
+    profile = temporalTomlLayer(env, readable);
+  } catch (err) {
+    throw new ConfigError(`invalid Temporal client configuration (TEMPORAL_* / temporal.toml): ${(err as Error).message}`);
+  }
+  const t = mergeLayers([{ address: flags?.address, namespace: flags?.namespace }, vmsnapEnvLayer(env), conventions, fileLayer(file), profile]);
+  // Half a client pair would be dropped silently and the server would refuse "no certificate".
+  if (!t.cert !== !t.key) throw new ConfigError('invalid configuration: temporal.tls: certPath and keyPath go together (mTLS client pair)');
+  const pathOf = (x: Secret | undefined) => (x && 'path' in x ? x.path : undefined);
+  const dataOf = (x: Secret | undefined) => (x && 'data' in x ? x.data : undefined);
+  const tlsOn = t.tls ?? (t.serverName || t.ca || t.cert || t.key ? true : undefined);
+  const tls = tlsOn === false ? false : tlsOn ? { caPath: pathOf(t.ca), certPath: pathOf(t.cert), keyPath: pathOf(t.key), serverName: t.serverName } : undefined;
+  return {
+    temporal: { address: t.address, namespace: t.namespace, tls: tls === false ? false : tls && prune(tls), apiKeyPath: pathOf(t.apiKey) },
+    secrets: prune({ caData: dataOf(t.ca), certData: dataOf(t.cert), keyData: dataOf(t.key), apiKey: dataOf(t.apiKey), grpcMeta: t.grpcMeta }),
+  };
+}
+
+function readable(file: string): boolean {
+  try {
+    accessSync(file, constants.R_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** flags > env > file > defaults (Temporal's settings: {@link resolveTemporal}). */
 export function loadConfig(flags: ConfigOverrides = {}, env: NodeJS.ProcessEnv = process.env, file = env.VMSNAP_CONFIG): Config {
-  const merged = merge(merge(merge({ temporal: {}, libvirt: {}, ceph: {} }, fromFile(file)), fromEnv(env)), prune(flags));
+  const fromConfigFile = fromFile(file);
+  // The file's temporal section is read field by field below: check it whole first, as strictly as the rest.
+  const fileTemporal = ConfigSchema.shape.temporal.safeParse(fromConfigFile.temporal ?? {});
+  if (!fileTemporal.success) {
+    throw new ConfigError(`invalid configuration in ${file}: ` + fileTemporal.error.issues.map((i) => `temporal.${i.path.join('.')}: ${i.message}`).join('; '));
+  }
+  const { temporal, secrets: inline } = resolveTemporal(flags.temporal, env, fromConfigFile.temporal);
+  const rest = (o: ConfigOverrides) => ({ ...o, temporal: {} });
+  const merged = merge(merge(merge({ temporal: {}, libvirt: {}, ceph: {} }, rest(fromConfigFile)), rest(fromEnv(env))), prune(rest(flags)));
+  // An empty tls object means "TLS on, system roots" (TEMPORAL_TLS=true): prune must not drop it.
+  merged.temporal = { ...prune({ ...temporal, tls: undefined }), ...(temporal.tls !== undefined ? { tls: temporal.tls } : {}) };
   const r = ConfigSchema.safeParse(merged);
   if (!r.success) {
     throw new ConfigError(
@@ -178,6 +253,7 @@ export function loadConfig(flags: ConfigOverrides = {}, env: NodeJS.ProcessEnv =
   }
   const c = r.data;
   c.stateDir = path.resolve(c.stateDir);
+  secrets.set(c.temporal, inline);
   return c;
 }
 

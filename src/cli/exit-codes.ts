@@ -7,7 +7,7 @@ export const Exit = {
   badInput: 2,
   /** The run was cancelled. */
   cancelled: 3,
-  /** Temporal, libvirt or Ceph could not be reached. */
+  /** Temporal, libvirt or Ceph could not be reached, or the Temporal namespace is not prepared (`vmsnap setup`). */
   unreachable: 4,
   /** The run was terminated or timed out. */
   terminated: 5,

@@ -1,5 +1,8 @@
 import { addonDrained } from '../ceph/addon-runtime';
+import { NamespaceNotPreparedError, missingSearchAttributesIn } from '../temporal-namespace';
+import { VERSION } from '../version';
 import { CliError, Exit } from './exit-codes';
+import { namespaceDialed } from './temporal-client-namespace';
 
 type Command = { run(argv: string[]): Promise<number> };
 
@@ -20,6 +23,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   thaw: lazy('thaw'),
   schedule: lazy('schedule'),
   doctor: lazy('doctor'),
+  setup: lazy('setup'),
   list: lazy('list'),
   restore: lazy('restore'),
   'arrival-guard': lazy('arrival-guard'),
@@ -28,6 +32,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
 const USAGE = `vmsnap — application-consistent snapshots of libvirt guests on Ceph RBD, on Temporal
 
 Usage: vmsnap <command> [options]   (vmsnap <command> --help for details)
+       vmsnap --version
 
 Commands:
   worker                 run the host worker (workflows + activities for this hypervisor)
@@ -36,6 +41,7 @@ Commands:
   cancel <workflow-id>   cancel a run (its compensations thaw and clean up)
   thaw <domain>          emergency thaw of a guest on this host
   schedule <subcommand>  periodic snapshots with retention (create|list|describe|pause|unpause|trigger|delete)
+  setup                  prepare the Temporal namespace for vmsnap (search attributes); idempotent
   doctor                 check Temporal, libvirt, guest agents, disks and Ceph; says how to fix
   list <domain>          a VM's image sets, newest first (what restore can use)
   restore <domain>       restore a VM from an image set, in place or --as a new VM (--confirm to drop kept disks)
@@ -47,6 +53,11 @@ async function main(argv: string[]): Promise<number> {
   if (!cmd || cmd === '--help' || cmd === '-h' || cmd === 'help') {
     process.stdout.write(USAGE);
     return cmd ? Exit.ok : Exit.badInput;
+  }
+  if (cmd === '--version' || cmd === '-V' || cmd === 'version') {
+    if (rest.length) throw new CliError(`${cmd} takes no arguments`, Exit.badInput);
+    process.stdout.write(`vmsnap ${VERSION}\n`);
+    return Exit.ok;
   }
   const load = COMMANDS[cmd];
   if (!load) throw new CliError(`unknown command "${cmd}"\n\n${USAGE}`, Exit.badInput);
@@ -70,7 +81,19 @@ function finish(code: number): void {
   void addonDrained(5000).then(() => setTimeout(() => process.exit(code), 1000).unref());
 }
 
-main(process.argv.slice(2)).then(finish, (err: unknown) => {
+/**
+ * A server refusing one of vmsnap's search attributes means the namespace was never prepared:
+ * one line naming `vmsnap setup` instead of the SDK's "Failed to start Workflow" and a gRPC dump.
+ * Whichever command met it (snapshot, list, schedule, restore, the worker), the fix is the same.
+ */
+function translate(err: unknown): unknown {
+  if (err instanceof NamespaceNotPreparedError) return new CliError(err.message, Exit.unreachable);
+  const missing = missingSearchAttributesIn(err);
+  return missing ? new CliError(new NamespaceNotPreparedError(namespaceDialed(), missing).message, Exit.unreachable) : err;
+}
+
+main(process.argv.slice(2)).then(finish, (raw: unknown) => {
+  const err = translate(raw);
   const code = err instanceof CliError ? err.exitCode : Exit.failed;
   process.stderr.write(`vmsnap: ${err instanceof Error ? err.message : String(err)}\n`);
   finish(code);

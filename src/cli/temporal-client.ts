@@ -4,6 +4,7 @@ import type { Config } from '../config';
 import { connectionOptions } from '../temporal-connection';
 import { CliError, Exit } from './exit-codes';
 import { InflightCalls } from './inflight-calls';
+import { recordNamespace } from './temporal-client-namespace';
 
 const tracked = new WeakMap<ConnectionLike, InflightCalls>();
 
@@ -42,11 +43,12 @@ export async function closeConnection(connection: ConnectionLike): Promise<void>
 }
 
 export async function connectClient(config: Config): Promise<Client> {
+  recordNamespace(config.temporal.namespace);
   try {
     return new Client({ connection: await openConnection(config), namespace: config.temporal.namespace });
   } catch (err) {
     throw new CliError(
-      `cannot reach Temporal at ${config.temporal.address}: ${(err as Error).message} (check --temporal-address / VMSNAP_TEMPORAL_ADDRESS)`,
+      `cannot reach Temporal at ${config.temporal.address}: ${(err as Error).message} (check --temporal-address / VMSNAP_TEMPORAL_ADDRESS / TEMPORAL_ADDRESS)`,
       Exit.unreachable,
     );
   }

@@ -2,6 +2,8 @@
  * vmsnap's own metrics, kept in-process and rendered in Prometheus text format by the worker's
  * HTTP endpoint. Small on purpose: counters, gauges and fixed-bucket histograms.
  */
+import { VERSION } from '../version';
+
 type Labels = Record<string, string>;
 
 const key = (name: string, labels: Labels) =>
@@ -128,4 +130,18 @@ export const M = {
   fleetVm: 'vmsnap_fleet_vm',
   /** 0: this worker could not read the registry at this scrape, and shows no fleet series. */
   fleetRegistryUp: 'vmsnap_fleet_registry_up',
+  /** Always 1; its `version` label says which vmsnap runs here (Prometheus's build_info convention). */
+  buildInfo: 'vmsnap_build_info',
 } as const;
+
+/**
+ * A host worker's metrics, with the series a dashboard needs before the first freeze declared up
+ * front: no guest frozen, no thaw yet, and which version runs.
+ */
+export function hostMetrics(): Metrics {
+  const metrics = new Metrics();
+  metrics.set(M.buildInfo, 1, { version: VERSION });
+  metrics.set(M.frozenGuests, 0);
+  metrics.inc(M.thaws, { layer: 'workflow' }, 0);
+  return metrics;
+}

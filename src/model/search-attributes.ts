@@ -2,7 +2,7 @@ import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/commo
 
 /**
  * vmsnap's custom search attributes, registered by the lab (`temporal server start-dev
- * --search-attribute`) and by `vmsnap doctor --fix` on a real cluster. They make "every snapshot
+ * --search-attribute`) and by `vmsnap setup` (or `vmsnap doctor --fix`) on a real cluster. They make "every snapshot
  * of vm-42 that was not quiesced" one filter in the Web UI:
  *   VmsnapDomain = "vm-42" AND VmsnapQuiesced = false
  */

@@ -5,7 +5,7 @@ import type { WorkerOptions } from '@temporalio/worker';
 import { createActivities } from '../../activities';
 import { hostTaskQueue } from '../config';
 import type { Config } from '../config';
-import { M, Metrics } from '../host/metrics';
+import { hostMetrics } from '../host/metrics';
 import { releaseFreedMemory } from '../ceph';
 import { createHostDeps } from './host-deps';
 import type { HostDeps } from './host-deps';
@@ -19,6 +19,8 @@ import { OrphanReaper } from './orphan-reaper';
 import { resolveScope } from './scope';
 import { flattenProgressSignal } from '../../workflows/progress';
 import { connectionOptions } from '../temporal-connection';
+import { requirePreparedNamespace } from '../temporal-setup';
+import { NamespaceNotPreparedError } from '../temporal-namespace';
 import { workflowCode } from './workflows-path';
 import { bulkTaskQueue } from '../model/naming';
 import { FLEET_TASK_QUEUE } from '../model/fleet';
@@ -56,10 +58,7 @@ export async function createHostWorker(
   log: Logger = jsonLogger({ host: config.host }),
   opts: { workflows?: Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'>; signal?: AbortSignal } = {},
 ): Promise<HostWorker> {
-  const metrics = new Metrics();
-  // Declared up front so /metrics shows vmsnap's series before the first freeze.
-  metrics.set(M.frozenGuests, 0);
-  metrics.inc(M.thaws, { layer: 'workflow' }, 0);
+  const metrics = hostMetrics();
   const sdkMetricsPort = config.metricsPort ? config.metricsPort + 1 : 0;
   if (!runtimeInstalled) {
     // Once per process: the SDK's own logs at WARN, as JSON lines like ours; its metrics on port+1.
@@ -94,11 +93,17 @@ export async function createHostWorker(
     });
 
     const connOpts = connectionOptions(config);
-    const client = new Client({
-      connection: await untilConnected('temporal', log, opts.signal, () => Connection.connect(connOpts)),
-      namespace: config.temporal.namespace,
-    });
+    const clientConnection = await untilConnected('temporal', log, opts.signal, () => Connection.connect(connOpts));
+    const client = new Client({ connection: clientConnection, namespace: config.temporal.namespace });
     opened.client = client;
+    // Before any poller: on an unprepared namespace every run would fail its first upsert, over
+    // and over; better one line naming `vmsnap setup` and an exit (the journal is thawed by now).
+    // A server that does not let this client list them (permissions, a hosted namespace) is not
+    // proof of absence: the worker starts and says so.
+    await requirePreparedNamespace(clientConnection, config.temporal.namespace).catch((err: unknown) => {
+      if (err instanceof NamespaceNotPreparedError) throw err;
+      log.warn('cannot list the namespace search attributes; starting anyway', { error: String(err) });
+    });
     deps.scope = await resolveScope(config, client);
     const connection = await untilConnected('temporal (worker)', log, opts.signal, () => NativeConnection.connect(connOpts));
     opened.connection = connection;

@@ -32,6 +32,8 @@ export async function startHarness(
     labHost?: 'a' | 'b';
     cephId?: string;
     keyring?: string;
+    /** Another Temporal than the lab's (a dev server started without vmsnap's search attributes). */
+    temporalAddress?: string;
     config?: Partial<Pick<Config, 'reapIntervalMs' | 'ownerRecordHorizonMs' | 'fleetBeatMs' | 'maxWindowsPerHost' | 'maxSnapshotsPerCluster' | 'keepReplacedMs'>>;
   } = {},
 ): Promise<Harness> {
@@ -40,7 +42,7 @@ export async function startHarness(
   const libvirt = labHypervisor(vars, opts.labHost ?? 'a');
   const config = loadConfig(
     {
-      temporal: { address: need(vars, 'TEMPORAL_ADDRESS'), namespace: vars.TEMPORAL_NAMESPACE ?? 'default' },
+      temporal: { address: opts.temporalAddress ?? need(vars, 'TEMPORAL_ADDRESS'), namespace: vars.TEMPORAL_NAMESPACE ?? 'default' },
       libvirt: { uri: libvirt.uri, statusDir: libvirt.statusDir },
       ceph: {
         conf: need(vars, 'CEPH_CONF'),

@@ -6,6 +6,8 @@ import { COMMON_HELP, configFrom, parse } from '../common-flags';
 import { CliError, Exit } from '../exit-codes';
 import { emit } from '../output';
 import { RBD_NAME } from '../../model/input';
+import { VERSION } from '../../version';
+import { ok } from '../doctor/check';
 
 const HELP = `Usage: vmsnap doctor [--fix] [--domain D ...] [--agent-timeout-s N]
 
@@ -14,7 +16,7 @@ Checks what a snapshot needs, one line per check with OK, WARN or FAIL and how t
   libvirt reachable; each running domain's guest agent (guest-ping) and its disks (RBD or not);
   Ceph reachable with the configured id and keyring; the image pool and the disks' pools open.
 
-  --fix                    register missing search attributes (operator AddSearchAttributes)
+  --fix                    register missing search attributes, as \`vmsnap setup\` does
   --domain D               check only this domain (repeatable); default: every running domain
   --agent-timeout-s N      guest-ping timeout (default 5)
   --image-pool POOL        the pool flattened images go to (default from config: images)
@@ -44,7 +46,8 @@ export async function run(argv: string[]): Promise<number> {
     checkLibvirt(config, { domains: values.domain, agentTimeoutSec: Number(timeout) }),
   ]);
   const pools = [...new Set([imagePool, ...libvirt.sourcePools])];
-  const checks = [...temporal, ...libvirt.checks, ...(await checkCeph(config, pools))];
+  // The version first: a report pasted into a ticket says which vmsnap wrote it.
+  const checks = [ok('vmsnap', `version ${VERSION}`), ...temporal, ...libvirt.checks, ...(await checkCeph(config, pools))];
 
   const failed = checks.filter((c) => c.status === 'fail');
   const code = doctorExitCode(checks);

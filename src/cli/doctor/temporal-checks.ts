@@ -4,6 +4,7 @@ import { FLEET_TASK_QUEUE, isAlive } from '../../model/fleet';
 import { readFleet } from '../../worker/fleet-beat';
 import type { FleetHost } from '../../model/fleet';
 import { temporal } from '@temporalio/proto';
+import { prepareSearchAttributes, temporalCliFor } from '../../temporal-setup';
 import type { Config } from '../../config';
 import { hostTaskQueue } from '../../config';
 import { bulkTaskQueue } from '../../model/naming';
@@ -11,14 +12,6 @@ import { SEARCH_ATTRIBUTE_TYPES } from '../../model/search-attributes';
 import { closeConnection, openConnection } from '../temporal-client';
 import { fail, messageOf, ok, warn, within } from './check';
 import type { CheckResult } from './check';
-
-const IndexedValueType = temporal.api.enums.v1.IndexedValueType;
-const WANTED: Record<string, temporal.api.enums.v1.IndexedValueType> = Object.fromEntries(
-  Object.entries(SEARCH_ATTRIBUTE_TYPES).map(([name, t]) => [
-    name,
-    t === 'Bool' ? IndexedValueType.INDEXED_VALUE_TYPE_BOOL : IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
-  ]),
-);
 
 /**
  * Temporal reachable, the namespace exists, vmsnap's search attributes are registered with the
@@ -31,7 +24,7 @@ export async function checkTemporal(config: Config, opts: { fix: boolean }): Pro
   try {
     conn = await within(10_000, 'connect', openConnection(config));
   } catch (err) {
-    return [fail('temporal', `cannot reach ${address}: ${messageOf(err)}`, 'start the Temporal server or set --temporal-address / VMSNAP_TEMPORAL_ADDRESS', true)];
+    return [fail('temporal', `cannot reach ${address}: ${messageOf(err)}`, 'start the Temporal server or set --temporal-address / VMSNAP_TEMPORAL_ADDRESS / TEMPORAL_ADDRESS', true)];
   }
   try {
     const out: CheckResult[] = [];
@@ -78,27 +71,16 @@ async function checkFleet(conn: Connection, namespace: string): Promise<CheckRes
 
 async function checkSearchAttributes(conn: Connection, namespace: string, fix: boolean): Promise<CheckResult> {
   const name = 'temporal.search-attributes';
-  const list = async () => (await conn.operatorService.listSearchAttributes({ namespace })).customAttributes ?? {};
   try {
-    let have = await within(10_000, 'list search attributes', list());
-    const wrong = Object.keys(WANTED).filter((k) => have[k] !== undefined && have[k] !== WANTED[k]);
-    let missing = Object.keys(WANTED).filter((k) => have[k] === undefined);
-    if (wrong.length) {
-      return fail(name, `registered with the wrong type: ${wrong.join(', ')}`, `remove and re-add them as ${wrong.map((k) => `${k}=${SEARCH_ATTRIBUTE_TYPES[k]}`).join(', ')}`);
+    const s = await within(30_000, 'search attributes', prepareSearchAttributes(conn, namespace, fix));
+    if (s.wrongType.length) {
+      return fail(name, `registered with the wrong type: ${s.wrongType.join(', ')}`, `remove and re-add them as ${s.wrongType.map((k) => `${k}=${SEARCH_ATTRIBUTE_TYPES[k]}`).join(', ')}`);
     }
-    if (missing.length && fix) {
-      const searchAttributes = Object.fromEntries(missing.map((k) => [k, WANTED[k]]));
-      await within(30_000, 'add search attributes', conn.operatorService.addSearchAttributes({ namespace, searchAttributes }));
-      have = await list();
-      const added = missing.filter((k) => have[k] !== undefined);
-      missing = missing.filter((k) => have[k] === undefined);
-      if (!missing.length) return ok(name, `registered ${added.join(', ')} (--fix)`);
+    if (s.missing.length) {
+      return fail(name, `missing: ${s.missing.join(', ')}`, `vmsnap setup (or vmsnap doctor --fix), or ${temporalCliFor(s.missing, namespace)}`);
     }
-    if (missing.length) {
-      const cli = missing.map((k) => `--name ${k} --type ${SEARCH_ATTRIBUTE_TYPES[k]}`).join(' ');
-      return fail(name, `missing: ${missing.join(', ')}`, `vmsnap doctor --fix, or temporal operator search-attribute create ${cli}`);
-    }
-    return ok(name, Object.keys(WANTED).join(', '));
+    if (s.added.length) return ok(name, `registered ${s.added.join(', ')} (--fix)`);
+    return ok(name, s.present.join(', '));
   } catch (err) {
     return fail(name, messageOf(err), 'check the namespace and that this client may call the operator service');
   }

@@ -1,5 +1,7 @@
 import { ScheduleAlreadyRunning, ScheduleNotFoundError, isGrpcServiceError } from '@temporalio/client';
 import { CliError, Exit } from '../exit-codes';
+import { NamespaceNotPreparedError, missingSearchAttributesIn } from '../../temporal-namespace';
+import { namespaceDialed } from '../temporal-client-namespace';
 
 /** What `schedule create` records in the schedule's memo, so list/describe can show it plainly. */
 export interface ScheduleMemo {
@@ -21,6 +23,9 @@ export function runIdPrefix(scheduleId: string): string {
 /** Server answers → exit codes: unknown or duplicate ids and rejected specs are the caller's input. */
 export function scheduleFailure(scheduleId: string, doing: string, err: unknown): CliError {
   if (err instanceof CliError) return err;
+  // An unprepared namespace is not this schedule's fault: the one line naming `vmsnap setup`.
+  const missing = missingSearchAttributesIn(err);
+  if (missing) return new CliError(new NamespaceNotPreparedError(namespaceDialed(), missing).message, Exit.unreachable);
   if (err instanceof ScheduleNotFoundError) return new CliError(`no schedule "${scheduleId}"`, Exit.badInput);
   if (err instanceof ScheduleAlreadyRunning) {
     return new CliError(`schedule "${scheduleId}" already exists (delete it first, or choose another id)`, Exit.badInput);
