@@ -27,5 +27,4 @@ export {
 export { SnapshotterPool, laneKey, type SnapshotterPoolOptions, type LaneOptions } from './snapshotter-pool';
 export { setOmapValue, removeOmapKey, listOmapValues, type OmapTarget, type OmapCliOptions } from './omap-cli';
 export { imageWatchers } from './rbd-status-cli';
-export { imageUsers, type ImageUsers, type ImageUsersOptions } from './image-users-cli';
 export { rbdVersion, addonThreadStats, addonHandleCounts, releaseFreedMemory, addonDrained } from './addon-runtime';

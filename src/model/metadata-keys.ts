@@ -51,12 +51,6 @@ export const RESTORE_SCOPE_META = {
   cluster: 'vmsnap.restore.cluster',
   replacedNamespace: 'vmsnap.restore.replaced-temporal-namespace',
   replacedCluster: 'vmsnap.restore.replaced-cluster',
-  /**
-   * The host whose worker made the disk, and the one whose restore replaced it: every host reaps
-   * the shared pools, but "in use" is judged from a host's own domains, so only the maker may reap.
-   */
-  host: 'vmsnap.restore.host',
-  replacedHost: 'vmsnap.restore.replaced-host',
 } as const;
 
 /** The restore record on every image of a finished image set (src/model/restore-point.ts). */

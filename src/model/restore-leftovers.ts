@@ -12,11 +12,7 @@ import { RESTORE_META } from './restore-point';
  *    is kept `keepReplacedMs` after the swap, then removed (`vmsnap restore --confirm` earlier).
  *
  * Never a disk a domain defined on this host uses, never one outside this worker's scope, never
- * one another host made or replaced (its domains, not this host's, say whether the disk is in
- * use: a kept disk of a VM shut off there looks unused from here), never one without that host
- * record (made before it existed), never on a guess: a status that could not be read, or a
- * workflow Temporal no longer knows, leaves it. The reaper checks Ceph's own view (watchers,
- * lock owners) before removing anything (src/worker/restore-reaper.ts).
+ * on a guess: a status that could not be read, or a workflow Temporal no longer knows, leaves it.
  */
 
 /** Temporal's names for a workflow's status (WorkflowExecutionStatus), plus the two a lookup can give. */
@@ -30,14 +26,12 @@ import { RESTORE_SCOPE_META } from './metadata-keys';
 const ENDED_UNFINISHED: ReadonlySet<RunStatus> = new Set<RunStatus>(['FAILED', 'CANCELLED', 'TERMINATED', 'TIMED_OUT']);
 
 
-/** On a disk a restore made: its namespace, fleet and the host (worker) that made it. */
-export function restoreScopeMetadata(scope: RunScope, host: string): Record<string, string> {
-  return { [RESTORE_SCOPE_META.namespace]: scope.namespace, [RESTORE_SCOPE_META.cluster]: scope.cluster, [RESTORE_SCOPE_META.host]: host };
+export function restoreScopeMetadata(scope: RunScope): Record<string, string> {
+  return { [RESTORE_SCOPE_META.namespace]: scope.namespace, [RESTORE_SCOPE_META.cluster]: scope.cluster };
 }
 
-/** On a disk a restore replaced: the restore's namespace, fleet and host. */
-export function replacedScopeMetadata(scope: RunScope, host: string): Record<string, string> {
-  return { [RESTORE_SCOPE_META.replacedNamespace]: scope.namespace, [RESTORE_SCOPE_META.replacedCluster]: scope.cluster, [RESTORE_SCOPE_META.replacedHost]: host };
+export function replacedScopeMetadata(scope: RunScope): Record<string, string> {
+  return { [RESTORE_SCOPE_META.replacedNamespace]: scope.namespace, [RESTORE_SCOPE_META.replacedCluster]: scope.cluster };
 }
 
 export type LeftoverAction =
@@ -47,8 +41,6 @@ export type LeftoverAction =
 
 export interface LeftoverContext {
   scope: RunScope;
-  /** This worker's host id: only the host that made (or replaced) a disk judges it. */
-  host: string;
   now: number;
   keepReplacedMs: number;
   /** The disk (`pool/image`, or `pool/namespace/image`) is a source of a domain defined on this host. */
@@ -71,8 +63,6 @@ export function restoreLeftoverAction(meta: Readonly<Record<string, string>>, ct
     if (meta[RESTORE_SCOPE_META.replacedNamespace] !== ctx.scope.namespace || meta[RESTORE_SCOPE_META.replacedCluster] !== ctx.scope.cluster) {
       return { action: 'leave' };
     }
-    // Another host's restore: only that host sees the domains that may use the disk.
-    if (meta[RESTORE_SCOPE_META.replacedHost] !== ctx.host) return { action: 'leave' };
     const replacedAt = meta[RESTORE_META.replacedAt] ?? '';
     const at = Date.parse(replacedAt);
     if (!Number.isFinite(at) || ctx.now - at < ctx.keepReplacedMs) return { action: 'leave' };
@@ -80,7 +70,6 @@ export function restoreLeftoverAction(meta: Readonly<Record<string, string>>, ct
   }
   if (made) {
     if (meta[RESTORE_SCOPE_META.namespace] !== ctx.scope.namespace || meta[RESTORE_SCOPE_META.cluster] !== ctx.scope.cluster) return { action: 'leave' };
-    if (meta[RESTORE_SCOPE_META.host] !== ctx.host) return { action: 'leave' };
     const status = ctx.statusOf(made);
     return ENDED_UNFINISHED.has(status) ? { action: 'remove-clone', workflowId: made, status } : { action: 'leave' };
   }

@@ -9,10 +9,10 @@ const NOW = Date.parse('2026-01-02T00:00:00Z');
 const HOUR = 3600_000;
 
 const ctx = (status: RunStatus, o: Partial<LeftoverContext> = {}): LeftoverContext => ({
-  scope, host: 'hv-a', now: NOW, keepReplacedMs: 24 * HOUR, inUse: false, statusOf: () => status, ...o,
+  scope, now: NOW, keepReplacedMs: 24 * HOUR, inUse: false, statusOf: () => status, ...o,
 });
-const clone = (s = scope, host = 'hv-a') => ({ [RESTORE_META.workflowId]: 'restore-1', ...restoreScopeMetadata(s, host) });
-const replaced = (at: string, s = scope, host = 'hv-a') => ({ [RESTORE_META.replacedBy]: 'restore-2', [RESTORE_META.replacedAt]: at, ...replacedScopeMetadata(s, host) });
+const clone = (s = scope) => ({ [RESTORE_META.workflowId]: 'restore-1', ...restoreScopeMetadata(s) });
+const replaced = (at: string, s = scope) => ({ [RESTORE_META.replacedBy]: 'restore-2', [RESTORE_META.replacedAt]: at, ...replacedScopeMetadata(s) });
 
 describe('restoreLeftoverAction: a restored disk', () => {
   it.each(['TERMINATED', 'TIMED_OUT', 'FAILED', 'CANCELLED'] as const)('of a restore that ended %s is removed', (status) => {
@@ -61,19 +61,5 @@ describe('restoreLeftoverAction: a replaced disk', () => {
 
   it('an image no restore touched is left', () => {
     expect(restoreLeftoverAction({ 'vmsnap.owner': 'vmsnap' }, ctx('TERMINATED')).action).toBe('leave');
-  });
-});
-
-describe('restoreLeftoverAction: only the host that made a disk reaps it (issue 25 #5)', () => {
-  it("another host's restore disk, or a disk it replaced, is left: only that host sees the domains that may use it", () => {
-    expect(restoreLeftoverAction(clone(scope, 'hv-b'), ctx('TERMINATED')).action).toBe('leave');
-    expect(restoreLeftoverAction(replaced('2020-01-01T00:00:00Z', scope, 'hv-b'), ctx('COMPLETED')).action).toBe('leave');
-    expect(restoreLeftoverAction(clone(scope, 'hv-b'), ctx('TERMINATED', { host: 'hv-b' })).action).toBe('remove-clone');
-  });
-
-  it('a disk without the host record (made before it existed) is left', () => {
-    const noHost: Record<string, string> = { ...clone() };
-    delete noHost['vmsnap.restore.host'];
-    expect(restoreLeftoverAction(noHost, ctx('TERMINATED')).action).toBe('leave');
   });
 });
