@@ -4,8 +4,6 @@ import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import type { ActivityDeps } from '../../activities/deps';
-import { defineRestoredDomain } from '../../activities/restore-domain';
-import { planRestore } from '../../activities/restore-plan';
 import { LibvirtError } from '../../src/libvirt';
 import { FailureType } from '../../src/model/failures';
 import { parseRestoreInput } from '../../src/model/restore-input';
@@ -23,7 +21,7 @@ import { signRestoreRecord, verifyRestoreRecord } from '../../src/restore/record
  */
 
 // The images pool as a planter sees it: the catalog and each image's metadata.
-const pool = vi.hoisted(() => ({ catalog: [] as CatalogImage[] }));
+const pool = { catalog: [] as CatalogImage[] };
 vi.mock('../../src/restore/catalog', () => ({ readCatalog: async () => pool.catalog }));
 vi.mock('../../src/ceph', async (importOriginal) => ({
   ...(await importOriginal<Record<string, unknown>>()),
@@ -34,6 +32,8 @@ vi.mock('../../src/ceph', async (importOriginal) => ({
   }),
   imageExists: async () => false,
 }));
+const { planRestore } = await import('../../activities/restore-plan');
+const { defineRestoredDomain } = await import('../../activities/restore-domain');
 
 const KEY = Buffer.from('k'.repeat(64));
 const LAB = '/srv/lab/guests/g3';
