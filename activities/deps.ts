@@ -34,10 +34,6 @@ export interface ActivityDeps {
   log: Logger;
   /** The fleet registry and run control (Temporal client); set once the worker is connected. */
   fleet?: { hosts(): Promise<FleetHost[]>; terminate(workflowId: string, reason: string): Promise<void> };
-  /** The fleet's restore-record key (src/host/restore-record-key.ts): signs records, verifies them before a restore. */
-  restoreRecordKey(): Promise<Buffer>;
-  /** Directories beyond libvirt's and the source VM's own that a `restore --as` definition may use (config restoreHostPaths). */
-  restoreHostPaths?: readonly string[];
   /** Lets long activities report progress to their workflow (signals); optional in tests. */
   reportProgress?(workflowId: string, progress: unknown): Promise<void>;
 }

@@ -7,11 +7,10 @@ import { isNoDomain } from '../src/libvirt';
 import { FailureType } from '../src/model/failures';
 import { replacedScopeMetadata } from '../src/model/restore-leftovers';
 import { rbdSpec } from '../src/model/restore-plan';
-import { RESTORE_META, RESTORE_POINT_KEY } from '../src/model/restore-point';
+import { decodeRestorePoint, RESTORE_META, RESTORE_POINT_KEY } from '../src/model/restore-point';
 import type { RestorePlan } from '../src/model/restore-point';
 import { rbdSourceNames, rewriteForNewDomain, swapRbdSources } from '../src/restore/domain-xml-rewrite';
 import type { ActivityDeps } from './deps';
-import { requireAllowedDefinition, restoreKey, trustedRecord } from './restore-trust';
 import { during } from './step-error';
 import { removeRestoreDisks } from './restore-disks';
 
@@ -53,8 +52,6 @@ export function defineRestoredDomain(deps: ActivityDeps) {
       const recorded = await readRecordedXml(deps, plan);
       const map = new Map(plan.disks.map((d) => [sourceOf(recorded.disks, d.target), rbdSpec(d.clone)]));
       const xml = rewriteForNewDomain(recorded.xml, { name: plan.domain.name, uuid: plan.domain.uuid, disks: map });
-      // Checked again here: the record was read anew, and this is the last moment before libvirt has it.
-      await requireAllowedDefinition(deps, lv, xml, plan.source, new Set(map.values()));
       await during(`define ${plan.domain.name}`, () => lv.domainDefineXml(xml));
     } else {
       for (const d of plan.disks) await markReplaced(deps, d.previous!, req.workflowId);
@@ -144,9 +141,8 @@ async function readRecordedXml(deps: ActivityDeps, plan: RestorePlan): Promise<{
   const io = await deps.ioctx(loc.pool, loc.namespace);
   const img = await during(`open image ${loc.image}`, () => openImage(io, loc.image, { readOnly: true }));
   try {
-    const value = await img.getMetadata(RESTORE_POINT_KEY);
-    if (value === null) throw ApplicationFailure.nonRetryable(`${rbdSpec(loc)} lost its restore record`, FailureType.RestorePointIncomplete);
-    const point = trustedRecord(value, rbdSpec(loc), await restoreKey(deps));
+    const point = decodeRestorePoint(await img.getMetadata(RESTORE_POINT_KEY));
+    if (!point) throw ApplicationFailure.nonRetryable(`${rbdSpec(loc)} lost its restore record`, FailureType.RestorePointIncomplete);
     return { xml: point.domainXml, disks: point.disks };
   } finally {
     await img.close();

@@ -8,12 +8,10 @@ import type { RestoreInput } from '../src/model/restore-input';
 import {
   chooseImageSet, parseRbdSpec, rbdSpec, restoredDiskNameAs, restoredDiskNameInPlace, restoredDomainUuid,
 } from '../src/model/restore-plan';
-import { imageSetsOf, RESTORE_META, RESTORE_POINT_KEY } from '../src/model/restore-point';
+import { decodeRestorePoint, imageSetsOf, RESTORE_META, RESTORE_POINT_KEY } from '../src/model/restore-point';
 import type { CatalogImage, ImageSet, RestoreDiskPlan, RestorePlan, RestorePoint } from '../src/model/restore-point';
 import { readCatalog } from '../src/restore/catalog';
-import { rewriteForNewDomain } from '../src/restore/domain-xml-rewrite';
 import type { ActivityDeps } from './deps';
-import { requireAllowedDefinition, restoreKey, trustedRecord } from './restore-trust';
 import { during } from './step-error';
 
 export interface PlanRestoreRequest {
@@ -33,7 +31,7 @@ export function planRestore(deps: ActivityDeps) {
     const catalog = await during(`list images in ${input.imagePool}`, () => readCatalog(io));
     const chosen = chooseImageSet(input.domain, imageSetsOf(input.domain, catalog), input.from);
     if (!chosen.ok) throw ApplicationFailure.nonRetryable(chosen.message, chosen.type);
-    const point = recordOf(chosen.set, catalog, await restoreKey(deps));
+    const point = recordOf(chosen.set, catalog);
     for (const d of point.disks) await requireImageSnap(deps, d.image);
     const lv = await deps.libvirtReadOnly();
     const plan = input.as
@@ -44,16 +42,12 @@ export function planRestore(deps: ActivityDeps) {
   };
 }
 
-/** The set's record, only if a worker wrote it (every copy present must verify: one planted copy refuses the set). */
-function recordOf(set: ImageSet, catalog: CatalogImage[], key: Buffer): RestorePoint {
-  let point: RestorePoint | undefined;
+function recordOf(set: ImageSet, catalog: CatalogImage[]): RestorePoint {
   for (const d of set.disks) {
-    const value = catalog.find((c) => `${c.pool}/${c.name}` === d.image)?.meta[RESTORE_POINT_KEY];
-    if (value === undefined) continue;
-    const trusted = trustedRecord(value, d.image, key);
-    point ??= trusted;
+    const img = catalog.find((c) => `${c.pool}/${c.name}` === d.image);
+    const p = decodeRestorePoint(img?.meta[RESTORE_POINT_KEY]);
+    if (p) return p;
   }
-  if (point) return point;
   throw ApplicationFailure.nonRetryable(`run ${set.workflowId} has no restore record`, FailureType.RestorePointIncomplete);
 }
 
@@ -80,10 +74,6 @@ async function planAs(deps: ActivityDeps, lv: LibvirtClient, input: RestoreInput
     const vmPool = input.vmPool ?? parseRbdSpec(d.source).pool;
     return { target: d.target, image: parseRbdSpec(d.image), snap: IMAGE_SNAP, clone: { pool: vmPool, image: restoredDiskNameAs(name, d.target) } };
   });
-  // The definition this restore will define, checked now, before any disk is made.
-  const map = new Map(point.disks.map((d, i) => [d.source, rbdSpec(disks[i]!.clone)]));
-  const xml = rewriteForNewDomain(point.domainXml, { name, uuid, disks: map });
-  await requireAllowedDefinition(deps, lv, xml, point.domain, new Set(map.values()));
   const alreadyRestored = existing !== null && (await lv.getDomainState(existing)).state === 'running';
   return {
     mode: 'as',

@@ -1,9 +1,7 @@
 import { openImage } from '../src/ceph';
 import { encodeRestorePoint, RESTORE_POINT_KEY } from '../src/model/restore-point';
-import { signRestoreRecord } from '../src/restore/record-mac';
 import type { RbdLocation } from '../src/model/types';
 import type { ActivityDeps } from './deps';
-import { restoreKey } from './restore-trust';
 import { during } from './step-error';
 
 export interface RecordRestorePointRequest {
@@ -17,17 +15,14 @@ export interface RecordRestorePointRequest {
 /**
  * Writes the restore record (src/model/restore-point.ts) on every image of a finished run. The
  * domain XML is read here, over the read-only connection, and goes straight to Ceph: it never
- * passes through workflow history. Signed with the fleet's restore-record key. Idempotent: a
- * retry rewrites the same key.
+ * passes through workflow history. Idempotent: a retry rewrites the same key.
  */
 export function recordRestorePoint(deps: ActivityDeps) {
   return async function recordRestorePoint(req: RecordRestorePointRequest): Promise<void> {
     const lv = await deps.libvirtReadOnly();
     const dom = await during(`look up domain ${req.domain.uuid}`, () => lv.lookupDomainByUuid(req.domain.uuid));
     const domainXml = await during('read domain XML', () => lv.getDomainXml(dom, { inactive: true }));
-    // Signed: a restore acts only on a record a worker wrote (activities/restore-trust.ts).
-    const key = await restoreKey(deps);
-    const value = signRestoreRecord(encodeRestorePoint({
+    const value = encodeRestorePoint({
       workflowId: req.workflowId,
       runId: req.runId,
       domain: req.domain,
@@ -35,7 +30,7 @@ export function recordRestorePoint(deps: ActivityDeps) {
       recordedAt: new Date().toISOString(),
       disks: req.disks.map((d) => ({ target: d.target, image: `${d.image.pool}/${d.image.image}`, source: `${d.source.pool}/${d.source.image}` })),
       domainXml,
-    }), key);
+    });
     for (const d of req.disks) {
       const io = await deps.ioctx(d.image.pool, d.image.namespace);
       const img = await during(`open image ${d.image.image}`, () => openImage(io, d.image.image));

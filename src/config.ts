@@ -89,13 +89,6 @@ export const ConfigSchema = z.strictObject({
   ownerRecordHorizonMs: z.number().int().min(1000).max(30 * 24 * 3600_000).default(3600_000),
   /** How long the reaper keeps a disk a completed in-place restore replaced (`vmsnap restore --confirm` removes it sooner). */
   keepReplacedMs: z.number().int().min(0).max(365 * 24 * 3600_000).default(24 * 3600_000),
-  /**
-   * The key restore records are signed with (src/host/restore-record-key.ts): a file every worker
-   * of the fleet holds. Default: derived from the worker's cephx secret.
-   */
-  restoreRecordKeyFile: filePath.optional(),
-  /** Directories (beyond libvirt's and the source VM's own) a `restore --as` definition may use host paths in. */
-  restoreHostPaths: z.array(filePath.refine((p) => p.startsWith('/') && p !== '/', 'an absolute directory other than /')).max(64).optional(),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;
@@ -141,7 +134,6 @@ export function fromEnv(env: NodeJS.ProcessEnv): ConfigOverrides {
     fleetId: env.VMSNAP_FLEET_ID,
     ownerRecordHorizonMs: num(env.VMSNAP_OWNER_RECORD_HORIZON_MS),
     keepReplacedMs: num(env.VMSNAP_KEEP_REPLACED_MS),
-    restoreRecordKeyFile: env.VMSNAP_RESTORE_RECORD_KEY_FILE,
   }) as ConfigOverrides;
 }
 

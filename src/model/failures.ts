@@ -69,18 +69,6 @@ export const FailureType = {
   RestorePointNotFound: 'RestorePointNotFound',
   /** restore: the run's images are not all finalized, or carry no restore record. */
   RestorePointIncomplete: 'RestorePointIncomplete',
-  /**
-   * restore: the restore record carries no valid HMAC of the fleet's restore-record key — not
-   * written by a vmsnap worker (planted in the images pool, altered, or another fleet's). Nothing
-   * was created or defined. Never retryable.
-   */
-  RestoreRecordUntrusted: 'RestoreRecordUntrusted',
-  /**
-   * restore --as: the definition it would define is outside the allow-list (a disk that is not the
-   * restore's own RBD clone, a host device, a host path outside the VM's own, hypervisor
-   * pass-through). Nothing was defined. Never retryable.
-   */
-  DefinitionRefused: 'DefinitionRefused',
   /** restore in place: the VM runs and --stop was not given. */
   DomainRunning: 'DomainRunning',
   /** restore --stop: the guest did not power off within the timeout. */

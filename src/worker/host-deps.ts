@@ -7,7 +7,6 @@ import { readOnlyLibvirtUri } from '../config';
 import type { Config } from '../config';
 import { freezeGuardFor } from '../host/guard-for';
 import { Metrics } from '../host/metrics';
-import { loadRestoreRecordKey } from '../host/restore-record-key';
 import { jsonLogger } from './logger';
 import { SessionFence } from './fencing';
 import type { Logger } from './logger';
@@ -47,7 +46,6 @@ export function createHostDeps(
   const libvirt = reopening(() => LibvirtClient.connect({ uri: config.libvirt.uri }));
   const libvirtReadOnly = reopening(() => LibvirtClient.connect({ uri: readOnlyLibvirtUri(config), readOnly: true }));
   const rados = reopening(() => RadosCluster.connect({ ...cephOpts, connectTimeoutSec: 10 }));
-  const restoreKey = reopening(() => loadRestoreRecordKey({ ...(config.restoreRecordKeyFile ? { keyFile: config.restoreRecordKeyFile } : {}), ceph: config.ceph }));
   const cluster = rados.get;
   const ioctx = (pool: string, namespace?: string) => {
     const key = `${pool}/${namespace ?? ''}`;
@@ -72,8 +70,6 @@ export function createHostDeps(
     radosCli,
     clockSkewMs: config.clockSkewMs,
     scope,
-    restoreRecordKey: restoreKey.get,
-    ...(config.restoreHostPaths ? { restoreHostPaths: config.restoreHostPaths } : {}),
     guard,
     metrics,
     log,
