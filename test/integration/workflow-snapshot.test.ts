@@ -1,3 +1,6 @@
+import { existsSync, mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SnapshotResult } from '../../src/model/types';
 import type { SnapshotRequest } from '../../src/model/input';
@@ -161,21 +164,25 @@ describe('consistentSnapshot on the lab', () => {
   });
 
   it('a second concurrent snapshot of the same VM is refused while the first runs', async () => {
+    // The first run is held 8 s in its copy (fault point flatten:progress), so it still runs when
+    // the second has asked the lock to check its holder (a contender waits up to 3 s for that).
+    const faultDir = mkdtempSync(path.join(os.tmpdir(), 'vmsnap-busy-'));
+    Object.assign(process.env, { VMSNAP_FAULT_POINTS: 'flatten:progress', VMSNAP_FAULT_DIR: faultDir, VMSNAP_FAULT_PAUSE_MS: '8000' });
     const first = h.client.workflow.start('consistentSnapshot', {
       taskQueue: h.hw.taskQueue,
       workflowId: uniqueId('busy-a'),
       args: [{ domain: g1 }],
     });
     const handle = await first;
-    // wait until the first holds the lock
-    for (let i = 0; i < 100; i++) {
-      const p = await handle.query('progress').catch(() => undefined) as { phase: string } | undefined;
-      if (p && p.phase !== 'inspect' && p.phase !== 'lock') break;
-      await new Promise((r) => setTimeout(r, 100));
+    try {
+      for (let i = 0; i < 600 && !existsSync(path.join(faultDir, 'flatten_progress')); i++) await new Promise((r) => setTimeout(r, 100));
+      delete process.env.VMSNAP_FAULT_POINTS;
+      const f = await failureOf(run({ domain: g1 }, uniqueId('busy-b')));
+      expect(f.type).toBe('DomainBusy');
+      expect(f.message).toMatch(/in progress/);
+    } finally {
+      for (const k of ['VMSNAP_FAULT_POINTS', 'VMSNAP_FAULT_DIR', 'VMSNAP_FAULT_PAUSE_MS']) delete process.env[k];
     }
-    const f = await failureOf(run({ domain: g1 }, uniqueId('busy-b')));
-    expect(f.type).toBe('DomainBusy');
-    expect(f.message).toMatch(/in progress/);
     const result = (await handle.result()) as SnapshotResult;
     expect(result.quiesced).toBe(true);
     await cleanupImages(result);
