@@ -130,11 +130,13 @@ CONF
 
 # install_hook: vmsnap's QEMU hook (deploy/libvirt-hook-qemu) as this libvirtd's
 # /etc/libvirt/hooks/qemu, as an operator installs it, with the arrival guard's settings beside it
-# (a stock host reads them from /etc/default/vmsnap). Before the daemon starts: libvirtd looks for
+# (a stock host reads them from /etc/vmsnap/vmsnap.env). Before the daemon starts: libvirtd looks for
 # hook scripts only then. The guard's log: $LV_DIR/vmsnap/guard.log.
 install_hook() {
   local ceph_conf keyring
+  # shellcheck disable=SC1090 # the lab's env file, written by lab.sh
   ceph_conf="$(source "$VMSNAP_LAB_ENV" && echo "${CEPH_CONF:-}")"
+  # shellcheck disable=SC1090
   keyring="$(source "$VMSNAP_LAB_ENV" && echo "${CEPH_VMSNAP_KEYRING:-}")"
   [[ -n "$ceph_conf" ]] || die "$WHO" "no Ceph in the lab env: the arrival guard needs it (LAB_COMPONENTS must list ceph before libvirt)"
   mkdir -p "$LV_DIR/etc/hooks" "$LV_DIR/vmsnap"

@@ -5,4 +5,4 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 command -v shellcheck >/dev/null || bash lab/deps.sh
-exec shellcheck -x lab/*.sh lab/guest/* .ci/run scripts/*.sh
+exec shellcheck -x lab/*.sh lab/guest/* .ci/run scripts/*.sh deploy/libvirt-hook-qemu
