@@ -230,7 +230,7 @@ describe('host lifecycle without false deaths', () => {
     const id = uniqueId('ff-restart');
     let result: SnapshotResult | undefined;
     try {
-      await a.start({ points: ['flatten:progress'], pauseMs: 3000 });
+      await a.start({ points: ['flatten:progress'] }); // a marker only: the copy goes on
       await b.start();
       const handle = await startRun(id);
       await a.reached('flatten:progress', 120_000);

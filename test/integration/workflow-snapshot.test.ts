@@ -164,10 +164,11 @@ describe('consistentSnapshot on the lab', () => {
   });
 
   it('a second concurrent snapshot of the same VM is refused while the first runs', async () => {
-    // The first run is held 8 s in its copy (fault point flatten:progress), so it still runs when
-    // the second has asked the lock to check its holder (a contender waits up to 3 s for that).
+    // The first run is held 6 s after its freeze (fault point freeze:after; deadline 10 s), so it
+    // still runs when the second has asked the lock to check its holder (a contender waits up to
+    // 3 s for a closed holder to let go).
     const faultDir = mkdtempSync(path.join(os.tmpdir(), 'vmsnap-busy-'));
-    Object.assign(process.env, { VMSNAP_FAULT_POINTS: 'flatten:progress', VMSNAP_FAULT_DIR: faultDir, VMSNAP_FAULT_PAUSE_MS: '8000' });
+    Object.assign(process.env, { VMSNAP_FAULT_POINTS: 'freeze:after', VMSNAP_FAULT_DIR: faultDir, VMSNAP_FAULT_PAUSE_MS: '6000' });
     const first = h.client.workflow.start('consistentSnapshot', {
       taskQueue: h.hw.taskQueue,
       workflowId: uniqueId('busy-a'),
@@ -175,7 +176,7 @@ describe('consistentSnapshot on the lab', () => {
     });
     const handle = await first;
     try {
-      for (let i = 0; i < 600 && !existsSync(path.join(faultDir, 'flatten_progress')); i++) await new Promise((r) => setTimeout(r, 100));
+      for (let i = 0; i < 600 && !existsSync(path.join(faultDir, 'freeze_after')); i++) await new Promise((r) => setTimeout(r, 100));
       delete process.env.VMSNAP_FAULT_POINTS;
       const f = await failureOf(run({ domain: g1 }, uniqueId('busy-b')));
       expect(f.type).toBe('DomainBusy');
