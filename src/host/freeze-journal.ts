@@ -1,6 +1,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { bootId, monoMs } from './clock';
+import { UUID_RE, jsonFields } from '../model/json-record';
 
 /**
  * The host's record of the freezes vmsnap is responsible for: one fsync'ed file per domain in
@@ -96,20 +97,11 @@ export function isOverdue(entry: JournalEntry, graceMs = 0, now = monoMs()): boo
   return now >= entry.deadlineMono + graceMs;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 export function parseEntry(text: string): JournalEntry | undefined {
-  let v: unknown;
-  try {
-    v = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  if (!v || typeof v !== 'object') return undefined;
-  const e = v as Record<string, unknown>;
-  const str = (k: string) => typeof e[k] === 'string' && (e[k] as string).length > 0;
-  const num = (k: string) => typeof e[k] === 'number' && Number.isFinite(e[k]);
-  if (!str('domainUuid') || !UUID.test(e.domainUuid as string) || !str('domainName') || !str('owner')) return undefined;
+  const f = jsonFields(text);
+  if (!f) return undefined;
+  const { o: e, str, num } = f;
+  if (!str('domainUuid') || !UUID_RE.test(e.domainUuid as string) || !str('domainName') || !str('owner')) return undefined;
   if (!num('frozenAt') || !num('deadlineAt')) return undefined;
   // Entries written before the monotonic fields existed: treat as overdue, which is what they are.
   return {

@@ -9,6 +9,8 @@
  * tests judge a record with these functions.
  */
 
+import { UUID_RE, jsonFields } from './json-record';
+
 export interface FreezeObligation {
   /** One per freeze call (the guard's arm): what a thaw resolves, so a late one cannot resolve a newer freeze. */
   freezeId: string;
@@ -33,21 +35,12 @@ export function encodeObligation(o: FreezeObligation): string {
   return JSON.stringify(o);
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /** A record as read back; anything malformed is undefined (never honoured: it could thaw someone else's freeze). */
 export function decodeObligation(text: string): FreezeObligation | undefined {
-  let v: unknown;
-  try {
-    v = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  if (!v || typeof v !== 'object') return undefined;
-  const o = v as Record<string, unknown>;
-  const str = (k: string) => typeof o[k] === 'string' && (o[k] as string).length > 0;
-  const num = (k: string) => typeof o[k] === 'number' && Number.isFinite(o[k]);
-  if (!str('freezeId') || !str('domainUuid') || !UUID.test(o.domainUuid as string) || !str('domainName') || !str('owner') || !str('host')) return undefined;
+  const f = jsonFields(text);
+  if (!f) return undefined;
+  const { o, str, num } = f;
+  if (!str('freezeId') || !str('domainUuid') || !UUID_RE.test(o.domainUuid as string) || !str('domainName') || !str('owner') || !str('host')) return undefined;
   if (!num('frozenAt') || !num('deadlineAt') || !num('agentTimeoutSec') || !Array.isArray(o.disks)) return undefined;
   const disks = (o.disks as unknown[]).filter(
     (d): d is FreezeObligation['disks'][number] => !!d && typeof d === 'object' && typeof (d as { pool?: unknown }).pool === 'string' && typeof (d as { image?: unknown }).image === 'string',
