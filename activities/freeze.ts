@@ -8,7 +8,8 @@ import { restoreAgentTimeout } from '../src/host/agent-timeout-restore';
 import { thawAndConfirm } from '../src/host/thaw-confirm';
 import { FailureType, FREEZE_NOT_SENT } from '../src/model/failures';
 import type { FreezeRequest, FreezeResult } from '../src/model/types';
-import { judgeArrival } from '../src/model/freeze-obligation';
+import { dueAt } from '../src/model/freeze-obligation';
+import { arrivalsVia, honourArrivals } from '../src/host/arrivals';
 import type { ActivityDeps } from './deps';
 import { isCancellation, StepError } from './step-error';
 
@@ -124,18 +125,15 @@ async function standDownIfFrozen(deps: ActivityDeps, lv: LibvirtClient, dom: Dom
     throw ApplicationFailure.retryable(`${req.domainName} is frozen by another vmsnap run (${journaled.owner})`, FailureType.DomainBusy);
   }
   // Frozen by vmsnap on another host and carried here by a migration: past its deadline it is owed
-  // a thaw (honoured now, as arrivals would); before it, that run's window may still be open.
-  const open = await deps.guard.obligationOf(req.domainUuid);
+  // a thaw, honoured now by the one arrivals mechanism; before it, that run's window may be open.
+  const pass = await honourArrivals(arrivalsVia(async () => lv, deps.guard, deps.metrics, deps.log, deps.clockSkewMs ?? 1000), req.domainUuid);
+  if (pass.honoured.length) return;
+  const open = pass.waiting[0];
   if (open) {
-    const verdict = judgeArrival(open, Date.now(), deps.clockSkewMs ?? 1000);
-    if (verdict.act === 'wait') {
-      throw ApplicationFailure.retryable(`${req.domainName} is frozen by vmsnap run ${open.owner} (frozen on ${open.host}) until ${new Date(verdict.untilMs).toISOString()}`, FailureType.DomainBusy);
-    }
-    await thawAndConfirm(lv, req.domainUuid, open.agentTimeoutSec);
-    await deps.guard.resolve(req.domainUuid, open.freezeId);
-    deps.metrics.inc(M.thaws, { layer: 'arrival' });
-    deps.log.warn('thawed an overdue freeze vmsnap made on another host before freezing', { domain: req.domainName, owner: open.owner, frozenOn: open.host });
-    return;
+    throw ApplicationFailure.retryable(
+      `${req.domainName} is frozen by vmsnap run ${open.owner} (frozen on ${open.host}) until ${new Date(dueAt(open, deps.clockSkewMs ?? 1000)).toISOString()}`,
+      FailureType.DomainBusy,
+    );
   }
   throw frozenByOther(req.domainName, 'guest-fsfreeze-status says frozen and no vmsnap host has a record of freezing it');
 }

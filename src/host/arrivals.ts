@@ -5,6 +5,8 @@ import type { FreezeObligation } from '../model/freeze-obligation';
 import type { FreezeGuard } from './freeze-guard';
 import { isOverdue } from './freeze-journal';
 import { thawAndConfirm } from './thaw-confirm';
+import { M } from './metrics';
+import type { Metrics } from './metrics';
 
 /**
  * The destination side of a freeze that travelled: a guest this host runs whose cluster-wide
@@ -25,13 +27,15 @@ export interface ArrivalsDeps {
 export interface ArrivalsPass {
   /** Obligations this pass ended (thaw proven here, record resolved). */
   honoured: { obligation: FreezeObligation; thawedFilesystems: number }[];
+  /** Open obligations of guests running here that are not due yet (their freezing run's window may be open). */
+  waiting: FreezeObligation[];
   /** The earliest time an open obligation of a guest running here falls due (wall ms), if any. */
   nextDueAt?: number;
 }
 
 /** One look at the open obligations; `only` restricts it to one domain (the hook's guard). */
 export async function honourArrivals(d: ArrivalsDeps, only?: string): Promise<ArrivalsPass> {
-  const out: ArrivalsPass = { honoured: [] };
+  const out: ArrivalsPass = { honoured: [], waiting: [] };
   const open = (await d.guard.obligations()).filter((o) => !only || o.domainUuid === only.toLowerCase());
   if (!open.length) return out;
   const lv = await d.libvirt();
@@ -53,6 +57,7 @@ export async function honourArrivals(d: ArrivalsDeps, only?: string): Promise<Ar
     if (verdict.act === 'leave') continue;
     if (verdict.act === 'wait') {
       out.nextDueAt = Math.min(out.nextDueAt ?? Infinity, verdict.untilMs);
+      out.waiting.push(o);
       continue;
     }
     const r = await thawAndConfirm(lv, o.domainUuid, o.agentTimeoutSec);
@@ -71,4 +76,20 @@ export async function honourArrivals(d: ArrivalsDeps, only?: string): Promise<Ar
     out.honoured.push({ obligation: o, thawedFilesystems: r.thawedFilesystems });
   }
   return out;
+}
+
+/** A process's levelled logger (the worker's, the CLI's). */
+type LevelLog = Record<'info' | 'warn' | 'error', (message: string, fields?: Record<string, unknown>) => void>;
+
+/** The arrivals deps as every worker-side caller builds them: its logger, and the `arrival` thaw metric. */
+export function arrivalsVia(libvirt: () => Promise<LibvirtClient>, guard: FreezeGuard, metrics: Metrics, log: LevelLog, clockSkewMs: number): ArrivalsDeps {
+  return {
+    libvirt,
+    guard,
+    clockSkewMs,
+    log: (level, message, fields) => log[level](message, fields),
+    onThawed: (_o, n) => {
+      if (n > 0) metrics.inc(M.thaws, { layer: 'arrival' });
+    },
+  };
 }

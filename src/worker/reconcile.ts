@@ -7,8 +7,7 @@ import { M } from '../host/metrics';
 import type { Metrics } from '../host/metrics';
 import type { Logger } from './logger';
 import type { ThawLayer } from '../model/types';
-import { honourArrivals } from '../host/arrivals';
-import type { ArrivalsDeps } from '../host/arrivals';
+import { arrivalsVia, honourArrivals } from '../host/arrivals';
 
 export interface ThawReport {
   domain: string;
@@ -92,21 +91,9 @@ export async function reconcile(libvirt: () => Promise<LibvirtClient>, guard: Fr
     }
   }
   try {
-    await honourArrivals(arrivalsDeps(libvirt, guard, metrics, log, clockSkewMs));
+    await honourArrivals(arrivalsVia(libvirt, guard, metrics, log, clockSkewMs));
   } catch (err) {
     log.error('reconcile could not read the freeze obligations; the sweeper retries', { error: String(err) });
   }
   return out;
-}
-
-export function arrivalsDeps(libvirt: () => Promise<LibvirtClient>, guard: FreezeGuard, metrics: Metrics, log: Logger, clockSkewMs: number): ArrivalsDeps {
-  return {
-    libvirt,
-    guard,
-    clockSkewMs,
-    log: (level, message, fields) => log[level](message, fields),
-    onThawed: (_o, n) => {
-      if (n > 0) metrics.inc(M.thaws, { layer: 'arrival' });
-    },
-  };
 }

@@ -5,8 +5,8 @@ import { M } from '../host/metrics';
 import type { Metrics } from '../host/metrics';
 import type { Logger } from './logger';
 import { Periodic } from './periodic';
-import { arrivalsDeps, thawJournaled } from './reconcile';
-import { honourArrivals } from '../host/arrivals';
+import { thawJournaled } from './reconcile';
+import { arrivalsVia, honourArrivals } from '../host/arrivals';
 import type { HandOff } from './reconcile';
 
 /**
@@ -89,7 +89,7 @@ export class Sweeper {
     }
     await this.guard.retryUnrecords();
     try {
-      const pass = await honourArrivals(arrivalsDeps(this.libvirt, this.guard, this.metrics, this.log, this.clockSkewMs));
+      const pass = await honourArrivals(arrivalsVia(this.libvirt, this.guard, this.metrics, this.log, this.clockSkewMs));
       thawed += pass.honoured.filter((h) => h.thawedFilesystems > 0).length;
       this.wakeAt(pass.nextDueAt);
     } catch (err) {

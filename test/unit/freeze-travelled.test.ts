@@ -27,6 +27,7 @@ function arrivedFrozen(record?: Partial<FreezeObligation>) {
     lookupDomainByUuid: async (uuid: string) => ({ uuid, name: 'g', id: 1 }),
     fsFreezeStatus: async () => (calls.push('status'), frozen ? ('frozen' as const) : ('thawed' as const)),
     setAgentResponseTimeout: async () => undefined,
+    getDomainState: async () => ({ state: 'running', reason: 1 }),
     fsFreeze: async () => (calls.push('fsFreeze'), (frozen = true), 1),
     fsThaw: async () => (calls.push('fsThaw'), (frozen = false), 1),
   };
@@ -48,6 +49,7 @@ function arrivedFrozen(record?: Partial<FreezeObligation>) {
     clear: async () => undefined,
     read: async () => undefined,
     obligationOf: async () => open,
+    obligations: async () => (open ? [open] : []),
     resolve: async (_u: string, f?: string) => void calls.push(`resolve ${f}`),
   };
   const deps = {
