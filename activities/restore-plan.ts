@@ -42,6 +42,29 @@ export function planRestore(deps: ActivityDeps) {
   };
 }
 
+export interface RestoreSource {
+  /** The VM the chosen image set was taken of, as its restore record names it. */
+  domain: { name: string; uuid: string };
+  /** The run the set came from: `latest` resolved once, so every host restores the same set. */
+  fromWorkflowId: string;
+}
+
+/**
+ * Which image set a restore takes, and of which VM: read from Ceph by any worker of the fleet, so
+ * the router can find that VM's host by UUID. Read-only; bad input fails here, non-retryable.
+ */
+export function restoreSource(deps: ActivityDeps) {
+  return async function restoreSource(req: { input: RestoreInput }): Promise<RestoreSource> {
+    const { input } = req;
+    const io = await during(`open pool ${input.imagePool}`, () => deps.ioctx(input.imagePool));
+    const catalog = await during(`list images in ${input.imagePool}`, () => readCatalog(io));
+    const chosen = chooseImageSet(input.domain, imageSetsOf(input.domain, catalog), input.from);
+    if (!chosen.ok) throw ApplicationFailure.nonRetryable(chosen.message, chosen.type);
+    const point = recordOf(chosen.set, catalog);
+    return { domain: point.domain, fromWorkflowId: point.workflowId };
+  };
+}
+
 function recordOf(set: ImageSet, catalog: CatalogImage[]): RestorePoint {
   for (const d of set.disks) {
     const img = catalog.find((c) => `${c.pool}/${c.name}` === d.image);
@@ -90,8 +113,13 @@ async function planAs(deps: ActivityDeps, lv: LibvirtClient, input: RestoreInput
 }
 
 async function planInPlace(deps: ActivityDeps, lv: LibvirtClient, input: RestoreInput, workflowId: string, point: RestorePoint): Promise<RestorePlan> {
-  const dom = (await lookupOrNull(lv, point.domain.uuid)) ?? (await lookupOrNull(lv, point.domain.name));
-  if (!dom) throw ApplicationFailure.nonRetryable(`domain ${point.domain.name} (${point.domain.uuid}) does not exist on this host`, FailureType.DomainNotFound);
+  // By UUID only: a domain that has the name but another UUID is another VM (a reused name).
+  const dom = await lookupOrNull(lv, point.domain.uuid);
+  if (!dom) {
+    const other = await lookupOrNull(lv, point.domain.name);
+    const why = other ? `; the domain named ${other.name} here has UUID ${other.uuid}: another VM (restore --as a new one instead)` : '';
+    throw ApplicationFailure.nonRetryable(`domain ${point.domain.name} (${point.domain.uuid}) does not exist on this host${why}`, FailureType.DomainNotFound);
+  }
   const { state } = await during('read domain state', () => lv.getDomainState(dom));
   const info = parseDomainXml(await during('read domain XML', () => lv.getDomainXml(dom, { inactive: true })));
   const disks: RestoreDiskPlan[] = [];

@@ -1,5 +1,5 @@
 import type { ActivityDeps } from './deps';
-import { planRestore } from './restore-plan';
+import { planRestore, restoreSource } from './restore-plan';
 import { cloneRestoreDisk, flattenRestoreDisk, verifyRestoreDisk } from './restore-disks';
 import { defineRestoredDomain, startRestoredDomain, stopDomain, undoRestore, waitGuestReady } from './restore-domain';
 
@@ -7,6 +7,7 @@ import { defineRestoredDomain, startRestoredDomain, stopDomain, undoRestore, wai
 export function restoreActivities(deps: ActivityDeps) {
   return {
     planRestore: planRestore(deps),
+    restoreSource: restoreSource(deps),
     stopDomain: stopDomain(deps),
     cloneRestoreDisk: cloneRestoreDisk(deps),
     flattenRestoreDisk: flattenRestoreDisk(deps),

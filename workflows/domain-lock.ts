@@ -28,7 +28,7 @@ export const checkHolder = defineSignal('check-holder');
 export const holderProbe = defineSignal('lock-holder-probe');
 
 /**
- * Holds a domain for one snapshot run. A child workflow with an id derived from the domain UUID:
+ * Holds a domain for one snapshot run or in-place restore. A child workflow with an id derived from the domain UUID:
  * Temporal allows one running execution per id, so a second run for the same VM is refused at
  * start (two same-name `rbd snap create` calls would both "succeed" on Ceph 16, so EEXIST cannot
  * be the lock). It dies with its parent (ParentClosePolicy TERMINATE), so a terminated run never
@@ -164,8 +164,8 @@ export async function acquireDomainLock(domain: { name: string; uuid: string }, 
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) {
       throw ApplicationFailure.nonRetryable(
-        `another vmsnap snapshot of ${domain.name} is in progress (lock workflow ${lockId}); ` +
-          'only one snapshot per VM runs at a time — retry when it finishes',
+        `another vmsnap run of ${domain.name} (a snapshot or an in-place restore) is in progress (lock workflow ${lockId}); ` +
+          'only one runs per VM at a time — retry when it finishes',
         FailureType.DomainBusy,
       );
     }

@@ -21,6 +21,12 @@ const presenceOn = (taskQueue: string) =>
  * answers. A host that does not answer within 5 s makes "not found" a guess, never a verdict.
  */
 export async function locate(domain: string): Promise<Placement> {
+  const { answers, unanswered } = await askHosts(domain);
+  return placeDomain(domain, answers, unanswered);
+}
+
+/** Every host worth asking (not draining) answers whether it has the domain (a name or a UUID). */
+export async function askHosts(domain: string): Promise<{ answers: Presence[]; unanswered: string[] }> {
   // A draining host (its worker stopping or restarting) is not asked: for a run, "not found" then
   // fails as it did when a stopped host left the registry; a freeze's hand-off keeps looking anyway.
   const live = (await fleetOps().fleetHosts()).filter((h) => h.ask);
@@ -32,5 +38,5 @@ export async function locate(domain: string): Promise<Placement> {
   // A lost host that answers counts (its beat was only late); one that does not is lost indeed,
   // and cannot be where a run would go. Only a live host's silence leaves the placement unsure.
   settled.forEach((s, i) => (s.status === 'fulfilled' ? answers.push(s.value) : live[i].alive && unanswered.push(live[i].host)));
-  return placeDomain(domain, answers, unanswered);
+  return { answers, unanswered };
 }

@@ -1,5 +1,5 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { patched, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { FailureType } from '../src/model/failures';
 import { parseRestoreInput } from '../src/model/restore-input';
 import type { RestoreInput, RestoreRequest } from '../src/model/restore-input';
@@ -7,8 +7,12 @@ import { rbdSpec } from '../src/model/restore-plan';
 import type { RestoreDiskPlan, RestorePlan, RestoreResult } from '../src/model/restore-point';
 import { SA } from '../src/model/search-attributes';
 import { Compensations } from './compensations';
+import { acquireDomainLock } from './domain-lock';
+import type { HeldLock } from './domain-lock';
+import { FLEET_TASK_QUEUE } from '../src/model/fleet';
 import { Progress } from './progress';
 import { restoreCopies, restoreDomainOps, restorePlanning, restoreUndo, restoreWaits } from './restore-profiles';
+import { routeRestore } from './restore-route';
 import { timed } from './timed';
 
 /**
@@ -22,59 +26,90 @@ export async function restoreVm(request: RestoreRequest): Promise<RestoreResult>
   const parsed = parseRestoreInput(request);
   if (!parsed.ok) throw ApplicationFailure.nonRetryable(`invalid input: ${parsed.message}`, FailureType.InvalidInput);
   const input = parsed.input;
-  const { workflowId } = workflowInfo();
+  const info = workflowInfo();
+  // Started on the fleet queue: found by UUID and run on the VM's host (workflows/restore-route.ts).
+  if (info.taskQueue === FLEET_TASK_QUEUE && patched(ROUTED)) return routeRestore(input);
+  const workflowId = nameIdOf(input);
   const steps: Record<string, number> = {};
   const progress = new Progress(input.as ?? input.domain);
 
   progress.phase('plan');
-  const plan = await timed(steps, 'plan', () =>
-    restorePlanning().planRestore.executeWithOptions({ summary: `plan restore of ${input.domain} from ${input.from}` }, [{ workflowId, input }]),
-  );
+  const planOnce = () =>
+    restorePlanning().planRestore.executeWithOptions({ summary: `plan restore of ${input.domain} from ${input.from}` }, [{ workflowId, input }]);
+  let plan = await timed(steps, 'plan', planOnce);
   upsertSearchAttributes([{ key: SA.domain, value: plan.domain.name }]);
   if (plan.alreadyRestored) return finish(plan, [], true);
 
-  const saga = new Compensations();
-  saga.add('undo restore', async () => {
-    await restoreUndo().undoRestore.executeWithOptions({ summary: `undo restore of ${plan.domain.name}` }, [{ workflowId, plan }]);
-  });
+  // In place, the VM is held as a snapshot run holds it: a snapshot cannot copy a disk being
+  // replaced (and become "latest"), nor can two restores race. Planned again under the lock, so
+  // the state it acts on is the state while nobody else may act.
+  let lock: HeldLock | undefined;
+  if (plan.mode === 'in-place' && patched(LOCKED)) {
+    progress.phase('lock');
+    lock = await timed(steps, 'lock', () => acquireDomainLock(plan.domain, { workflowId: info.workflowId, runId: info.runId }));
+    try {
+      const again = await timed(steps, 'plan', planOnce);
+      if (again.domain.uuid !== plan.domain.uuid) throw ApplicationFailure.nonRetryable(`${plan.domain.name} changed while the lock was taken`, FailureType.DomainMoved);
+      plan = again;
+    } catch (err) {
+      await lock.release();
+      throw err;
+    }
+    if (plan.alreadyRestored) {
+      await lock.release();
+      return finish(plan, [], true);
+    }
+  }
   try {
-    if (plan.mode === 'in-place' && plan.wasRunning) {
-      progress.phase('stop');
-      await timed(steps, 'stop', () =>
-        restoreWaits(input.shutdownTimeoutMs).stopDomain.executeWithOptions({ summary: `shut down ${plan.domain.name}` }, [
-          { workflowId, plan, timeoutMs: input.shutdownTimeoutMs },
+    return await restoreHeld(plan);
+  } finally {
+    await lock?.release();
+  }
+
+  async function restoreHeld(plan: RestorePlan): Promise<RestoreResult> {
+    const saga = new Compensations();
+    saga.add('undo restore', async () => {
+      await restoreUndo().undoRestore.executeWithOptions({ summary: `undo restore of ${plan.domain.name}` }, [{ workflowId, plan }]);
+    });
+    try {
+      if (plan.mode === 'in-place' && plan.wasRunning) {
+        progress.phase('stop');
+        await timed(steps, 'stop', () =>
+          restoreWaits(input.shutdownTimeoutMs).stopDomain.executeWithOptions({ summary: `shut down ${plan.domain.name}` }, [
+            { workflowId, plan, timeoutMs: input.shutdownTimeoutMs },
+          ]),
+        );
+      }
+      const settled = await Promise.allSettled(plan.disks.map((d) => copyDisk(d, input, progress, steps)));
+      const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+      if (failed) throw failed.reason;
+      const sums = settled.map((s) => (s as PromiseFulfilledResult<string | undefined>).value);
+
+      progress.phase('define');
+      await timed(steps, 'define', () =>
+        restoreDomainOps().defineRestoredDomain.executeWithOptions(
+          { summary: plan.mode === 'as' ? `define ${plan.domain.name}` : `swap disks of ${plan.domain.name}` },
+          [{ workflowId, plan }],
+        ),
+      );
+      progress.phase('start');
+      await timed(steps, 'start', () =>
+        restoreDomainOps().startRestoredDomain.executeWithOptions({ summary: `start ${plan.domain.name}` }, [{ workflowId, plan }]),
+      );
+      progress.phase('ready');
+      await timed(steps, 'ready', () =>
+        restoreWaits(input.readyTimeoutMs).waitGuestReady.executeWithOptions({ summary: `wait for ${plan.domain.name}'s agent` }, [
+          { workflowId, plan, timeoutMs: input.readyTimeoutMs },
         ]),
       );
+      return finish(plan, sums, false);
+    } catch (err) {
+      progress.phase('compensate');
+      await saga.run(err);
+      progress.phase('failed');
+      upsertSearchAttributes([{ key: SA.result, value: 'failed' }]);
+      throw err;
     }
-    const settled = await Promise.allSettled(plan.disks.map((d) => copyDisk(d, input, progress, steps)));
-    const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
-    if (failed) throw failed.reason;
-    const sums = settled.map((s) => (s as PromiseFulfilledResult<string | undefined>).value);
-
-    progress.phase('define');
-    await timed(steps, 'define', () =>
-      restoreDomainOps().defineRestoredDomain.executeWithOptions(
-        { summary: plan.mode === 'as' ? `define ${plan.domain.name}` : `swap disks of ${plan.domain.name}` },
-        [{ workflowId, plan }],
-      ),
-    );
-    progress.phase('start');
-    await timed(steps, 'start', () =>
-      restoreDomainOps().startRestoredDomain.executeWithOptions({ summary: `start ${plan.domain.name}` }, [{ workflowId, plan }]),
-    );
-    progress.phase('ready');
-    await timed(steps, 'ready', () =>
-      restoreWaits(input.readyTimeoutMs).waitGuestReady.executeWithOptions({ summary: `wait for ${plan.domain.name}'s agent` }, [
-        { workflowId, plan, timeoutMs: input.readyTimeoutMs },
-      ]),
-    );
-    return finish(plan, sums, false);
-  } catch (err) {
-    progress.phase('compensate');
-    await saga.run(err);
-    progress.phase('failed');
-    upsertSearchAttributes([{ key: SA.result, value: 'failed' }]);
-    throw err;
   }
 
   function finish(p: RestorePlan, sums: (string | undefined)[], reused: boolean): RestoreResult {
@@ -119,4 +154,22 @@ export async function restoreVm(request: RestoreRequest): Promise<RestoreResult>
     );
     return v.sha256;
   }
+}
+
+/** Histories from before restoreVm on the fleet queue routed itself. Retire 2027-06-01, with the fleet-wide restore's first release one minor old. */
+const ROUTED = 'vmsnap-restore-routed';
+/** Histories from before in-place restores took the domain lock. Retire with ROUTED. */
+const LOCKED = 'vmsnap-restore-domain-lock';
+
+/**
+ * The id every name derives from: the router's, for its child on the VM's host, so the restored
+ * disks, their marks and `--confirm` all use the id the caller started. Honoured only from that parent.
+ */
+function nameIdOf(input: RestoreInput): string {
+  const info = workflowInfo();
+  if (!input.routedBy) return info.workflowId;
+  if (input.routedBy !== info.parent?.workflowId) {
+    throw ApplicationFailure.nonRetryable('invalid input: routedBy is set only by the fleet router, for its own child run', FailureType.InvalidInput);
+  }
+  return input.routedBy;
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DOMAIN_NAME, DOMAIN_UUID, RBD_NAME } from './input';
+import { DOMAIN_NAME, DOMAIN_UUID, HOST_ID, RBD_NAME } from './input';
 
 /*
  * restoreVm's input, validated inside the workflow (and by the CLI) before any side effect.
@@ -26,11 +26,19 @@ export const RestoreInputSchema = z
     imagePool: z.string().regex(RBD_NAME).default('images'),
     /** Pool for the restored disks; default: the pool the VM's disks were in. */
     vmPool: z.string().regex(RBD_NAME).optional(),
+    /** `--as` on the fleet queue: the host the new VM is defined on (default: beside the source VM). */
+    host: z.string().regex(HOST_ID, 'host must be a simple host id').optional(),
+    /**
+     * Set by the fleet router (workflows/restore-route.ts) for its child on the VM's host: every
+     * name (restored disks, marks, --confirm) derives from the router's id. Must equal the parent's id.
+     */
+    routedBy: z.string().min(1).max(1000).optional(),
     shutdownTimeoutMs: z.number().int().positive().max(3_600_000).default(120_000),
     readyTimeoutMs: z.number().int().positive().max(3_600_000).default(180_000),
   })
   .strict()
-  .refine((r) => !(r.as && r.stop), { message: '--stop applies to in-place restores only (the source VM is never touched by --as)' });
+  .refine((r) => !(r.as && r.stop), { message: '--stop applies to in-place restores only (the source VM is never touched by --as)' })
+  .refine((r) => !(r.host && !r.as), { message: 'host applies to --as only (an in-place restore runs where the VM is)' });
 
 export type RestoreRequest = z.input<typeof RestoreInputSchema>;
 export type RestoreInput = z.output<typeof RestoreInputSchema>;

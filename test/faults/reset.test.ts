@@ -15,6 +15,7 @@ import { ensureThawed, freezeStatus } from '../helpers/guest';
 import { uniqueId } from '../helpers/harness';
 import { labVars, need } from '../../support/lab/env';
 import { sleep, WorkerProcess } from '../helpers/worker-process';
+import { failureOf } from '../helpers/failure-of';
 
 /*
  * Operators retry runs the Temporal way: Reset (Web UI button or `temporal workflow reset`). Each
@@ -260,6 +261,42 @@ describe('Reset of a snapshot-only run', () => {
         expect({ q: again.quiesced, n: again.frozenFilesystems, at: again.frozenAt }).toEqual({ q: true, n: original.frozenFilesystems, at: original.frozenAt });
       } finally {
         await removeKept(original);
+      }
+    }));
+});
+
+describe('a Reset whose new run fails before the lock', () => {
+  // Issue 25 #6 on the lab: the replaced run's lock goes on after a Reset; when the new run fails
+  // before it takes the lock back (here: the guest is paused, so its inspect fails), the next run
+  // of the VM asks the lock to check its holder, which is closed, and the lock lets go.
+  it('the next run of that VM is not DomainBusy: it COMPLETED, quiesced, and leaves no lock running', () =>
+    cell(async () => {
+      const domain = need(vars, 'VMSNAP_GUEST_3DISK');
+      const uuid = (await run('virsh', ['-q', '-c', need(vars, 'LIBVIRT_DEFAULT_URI'), 'domuuid', domain])).stdout.trim();
+      const h = await start(domain);
+      await worker.reached('flatten:progress'); // past the window, in the copy: the lock is held
+      await run('virsh', ['-q', '-c', need(vars, 'LIBVIRT_DEFAULT_URI'), 'suspend', domain]);
+      let paused = true;
+      const resume = async () => {
+        if (paused) await run('virsh', ['-q', '-c', need(vars, 'LIBVIRT_DEFAULT_URI'), 'resume', domain]);
+        paused = false;
+      };
+      try {
+        const { handle } = await reset(h.workflowId, { type: 'FirstWorkflowTask' });
+        const f = await failureOf(handle.result());
+        expect(f.type).toBe('DomainNotRunning');
+        expect((await client.workflow.getHandle(lockWorkflowId(uuid)).describe()).status.name, 'the lock the replaced run left').toBe('RUNNING');
+        await resume();
+        const since = Date.now();
+        const next = await start(domain);
+        const result = await truthful(domain, next, since);
+        try {
+          expect(result.quiesced).toBe(true);
+        } finally {
+          await ceph.removeResultImages(result);
+        }
+      } finally {
+        await resume();
       }
     }));
 });

@@ -1,5 +1,6 @@
 import { WorkflowFailedError } from '@temporalio/client';
 import { hostTaskQueue } from '../../config';
+import { FLEET_TASK_QUEUE } from '../../model/fleet';
 import { connectLibvirt } from '../libvirt-session';
 import { parseRestoreInput } from '../../model/restore-input';
 import type { RestoreRequest } from '../../model/restore-input';
@@ -17,14 +18,16 @@ import { connectClient } from '../temporal-client';
 const HELP = `Usage: vmsnap restore <domain> [--from RUN|latest] [--as NEW-NAME | --stop] [options]
        vmsnap restore <domain> --confirm RESTORE-WORKFLOW-ID
 
-Starts the restoreVm workflow on this host's task queue. <domain> is the VM the image set was
-taken of (as "vmsnap list <domain>" shows it).
+Starts the restoreVm workflow on the fleet queue: the image set is chosen once, its VM is found
+by UUID on every live host, and the restore runs on that VM's host, holding the VM's domain lock
+(in place) as snapshot runs do. --host pins it to that host's queue instead. <domain> is the VM the
+image set was taken of (as "vmsnap list <domain>" shows it).
 
   --from RUN|latest        the snapshot run's workflow id, or the newest restorable set (default)
   --as NEW-NAME            a new VM: the recorded definition with a new name, UUID and MAC
                            addresses, disks <NEW-NAME>-<target> cloned from the images, started,
                            ready when its guest agent answers. The original VM is not touched.
-  (no --as)                in place: the VM must be shut off; each disk is replaced by a clone
+  (no --as)                in place: the VM must be shut off (on every host); each disk is replaced by a clone
                            of its image (<disk>-r<id>), the previous disks are kept until
                            --confirm, and the VM is started
   --stop                   in place: shut a running VM down first (guest agent, then ACPI)
@@ -36,7 +39,8 @@ taken of (as "vmsnap list <domain>" shows it).
   --pool POOL              image pool (default: the configured image pool, "images")
   --workflow-id ID         default restore-<domain>-<UTC timestamp>; re-running an id finishes it
   --wait                   follow the run and print its result
-  --confirm ID             remove the disks that in-place restore ID replaced (no workflow)
+  --confirm ID             remove the disks that in-place restore ID replaced, once ID has
+                           COMPLETED; run it on the VM's host (no workflow)
 ${COMMON_HELP}`;
 
 export async function run(argv: string[]): Promise<number> {
@@ -81,18 +85,20 @@ export async function run(argv: string[]): Promise<number> {
 
   const client = await connectClient(config);
   try {
-    const taskQueue = hostTaskQueue(config.host);
+    // A host named on the command line pins the restore there; otherwise the fleet finds the VM.
+    const pinned = values.host !== undefined;
+    const taskQueue = pinned ? hostTaskQueue(config.host) : FLEET_TASK_QUEUE;
     const mode = request.as ? `as new VM ${request.as}` : 'in place';
     const handle = await client.workflow.start('restoreVm', {
       taskQueue,
       workflowId,
       args: [request],
       staticSummary: `restore ${request.domain} from ${request.from} ${mode}`,
-      staticDetails: `flatten=${parsed.input.flatten}, verify=${parsed.input.verify}, host ${config.host}`,
+      staticDetails: `flatten=${parsed.input.flatten}, verify=${parsed.input.verify}, ${pinned ? `host ${config.host}` : 'on the VM’s host'}`,
       memo: { input: request },
       typedSearchAttributes: [
         { key: SA.domain, value: request.as ?? request.domain },
-        { key: SA.host, value: config.host },
+        ...(pinned ? [{ key: SA.host, value: config.host }] : []),
         { key: SA.phase, value: 'queued' },
       ],
     });
@@ -121,10 +127,14 @@ export async function run(argv: string[]): Promise<number> {
 }
 
 async function confirm(domain: string, workflowId: string, config: ReturnType<typeof configFrom>, json: boolean): Promise<number> {
+  const restored = await completedRestore(workflowId, config);
+  if (domain !== restored.domain.name && domain.toLowerCase() !== restored.domain.uuid.toLowerCase()) {
+    throw new CliError(`--confirm ${workflowId}: that restore is of ${restored.domain.name}, not ${domain}`, Exit.badInput);
+  }
   const lv = await connectLibvirt(config.libvirt.uri);
   try {
     const out = await withCeph(config, (open) =>
-      confirmRestore(lv, open, domain, workflowId).catch((err: Error) => {
+      confirmRestore(lv, open, restored.domain.uuid, workflowId).catch((err: Error) => {
         throw new CliError(`confirm ${workflowId} on ${domain}: ${err.message}`, Exit.badInput);
       }),
     );
@@ -134,6 +144,33 @@ async function confirm(domain: string, workflowId: string, config: ReturnType<ty
     return out.kept.length ? Exit.failed : Exit.ok;
   } finally {
     await lv.close();
+  }
+}
+
+/**
+ * The restore's result, only once it COMPLETED: a running restore may still swap a disk, and a
+ * failed or terminated one is undone (or left for the operator): nothing it replaced is confirmed.
+ */
+async function completedRestore(workflowId: string, config: ReturnType<typeof configFrom>): Promise<RestoreResult> {
+  const client = await connectClient(config);
+  try {
+    const handle = client.workflow.getHandle(workflowId);
+    const desc = await handle.describe().catch((err: Error) => {
+      throw new CliError(`--confirm ${workflowId}: no such restore (${err.message})`, Exit.badInput);
+    });
+    if (desc.type !== 'restoreVm') throw new CliError(`--confirm ${workflowId}: that is a ${desc.type} run, not a restore`, Exit.badInput);
+    if (desc.status.name !== 'COMPLETED') {
+      throw new CliError(`--confirm ${workflowId}: the restore is ${desc.status.name}; its replaced disks are confirmed only after it COMPLETED`, Exit.badInput);
+    }
+    const result = (await handle.result()) as RestoreResult;
+    if (result.mode !== 'in-place') throw new CliError(`--confirm ${workflowId}: an --as restore replaces nothing`, Exit.badInput);
+    const ranOn = desc.typedSearchAttributes.get(SA.host);
+    if (ranOn !== undefined && ranOn !== config.host) {
+      throw new CliError(`--confirm ${workflowId}: ${result.domain.name} was restored on ${ranOn}; run --confirm there (this is ${config.host})`, Exit.badInput);
+    }
+    return result;
+  } finally {
+    await client.connection.close();
   }
 }
 

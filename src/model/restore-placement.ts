@@ -1,0 +1,76 @@
+import { FailureType } from './failures';
+import type { Presence } from './fleet';
+
+/**
+ * Where a restore runs, judged from every live host's answer about the VM's UUID (never its name:
+ * a name can be reused by another VM, a UUID cannot).
+ *
+ * In place: on the host where the VM is — running there only with --stop (its own host stops it);
+ * a VM running anywhere is never restored from a stale shut-off definition on another host.
+ * As a new VM: on the host named by the caller, else beside the source VM.
+ */
+export type RestorePlacement =
+  | { ok: true; host: string; taskQueue: string }
+  | { ok: false; retry: boolean; type: string; message: string };
+
+export interface RestoreWhere {
+  /** The VM the image set was taken of, as its restore record names it. */
+  uuid: string;
+  name: string;
+  mode: 'in-place' | 'as';
+  stop: boolean;
+  /** The host the caller chose (`--host`), for `--as` only. */
+  host?: string;
+}
+
+export function placeRestore(w: RestoreWhere, answers: Presence[], unanswered: string[]): RestorePlacement {
+  const found = answers.filter((a): a is Extract<Presence, { found: true }> => a.found && a.uuid === w.uuid);
+  const running = found.filter((a) => a.state !== 'shutoff');
+  const vm = `${w.name} (${w.uuid})`;
+  if (w.mode === 'as') {
+    if (w.host) {
+      const chosen = answers.find((a) => a.host === w.host);
+      if (chosen) return { ok: true, host: chosen.host, taskQueue: chosen.taskQueue };
+      return unsure(`host ${w.host} did not answer (or is not a live vmsnap host)`);
+    }
+    const beside = running[0] ?? found[0];
+    if (beside) return { ok: true, host: beside.host, taskQueue: beside.taskQueue };
+    if (unanswered.length) return unsure(`${vm} is on none of the hosts that answered; ${sorted(unanswered)} did not answer`);
+    return {
+      ok: false,
+      retry: false,
+      type: FailureType.DomainNotPlaced,
+      message: `${vm} is defined on no live host: name the host for the new VM with --host`,
+    };
+  }
+  if (running.length > 1) {
+    return { ok: false, retry: false, type: FailureType.DomainRunning, message: `${vm} is ${running.map((r) => `${r.state} on ${r.host}`).sort().join(' and ')}` };
+  }
+  if (running.length === 1) {
+    const r = running[0];
+    if (!w.stop) {
+      return { ok: false, retry: false, type: FailureType.DomainRunning, message: `${vm} is ${r.state} on ${r.host}: shut it off first, or pass --stop` };
+    }
+    return { ok: true, host: r.host, taskQueue: r.taskQueue };
+  }
+  // Not running on the hosts that answered: one that did not may be running it.
+  if (unanswered.length) return unsure(`${vm} is not running on the hosts that answered; ${sorted(unanswered)} did not answer`);
+  if (found.length > 1) {
+    return {
+      ok: false,
+      retry: false,
+      type: FailureType.DomainNotPlaced,
+      message: `${vm} is defined, shut off, on ${found.map((f) => f.host).sort().join(' and ')}: start it where it belongs, or undefine the stale definition`,
+    };
+  }
+  if (found.length === 1) return { ok: true, host: found[0].host, taskQueue: found[0].taskQueue };
+  return { ok: false, retry: false, type: FailureType.DomainNotFound, message: `${vm} exists on none of the live hosts (${sorted(answers.map((a) => a.host))}); a VM of the same name with another UUID is another VM: restore --as a new one` };
+}
+
+function unsure(message: string): RestorePlacement {
+  return { ok: false, retry: true, type: FailureType.DomainNotPlaced, message };
+}
+
+function sorted(hosts: string[]): string {
+  return [...hosts].sort().join(', ');
+}

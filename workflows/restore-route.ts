@@ -1,0 +1,77 @@
+import { ApplicationFailure, ChildWorkflowFailure } from '@temporalio/common';
+import { proxyActivities, sleep, startChild, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import { FLEET_TASK_QUEUE } from '../src/model/fleet';
+import type { RestoreInput } from '../src/model/restore-input';
+import { placeRestore } from '../src/model/restore-placement';
+import type { RestoreResult } from '../src/model/restore-point';
+import { SA } from '../src/model/search-attributes';
+import { askHosts } from './locate';
+import { Progress } from './progress';
+
+/** Extra looks (2 s apart) while a live host does not answer, before DomainNotPlaced. */
+const PLACE_RETRIES = 5;
+
+/** Reading the catalog from Ceph: any worker of the fleet queue. */
+const catalogOps = () =>
+  proxyActivities<Activities>({
+    taskQueue: FLEET_TASK_QUEUE,
+    startToCloseTimeout: '1m',
+    retry: { maximumAttempts: 3, initialInterval: '1s' },
+  });
+
+/**
+ * restoreVm started on the fleet queue (the CLI's default, and what a backup system would start).
+ * The image set is chosen once, here; its VM is found by UUID on every live host; the restore then
+ * runs whole as a child on that host's queue, so every step (stop, swap, define, start) happens
+ * beside the VM's own libvirtd, and the child takes the VM's domain lock as snapshot runs do.
+ * Nothing is changed before the placement is certain.
+ */
+export async function routeRestore(input: RestoreInput): Promise<RestoreResult> {
+  const { workflowId } = workflowInfo();
+  const progress = new Progress(input.as ?? input.domain);
+  progress.phase('plan');
+  const source = await catalogOps().restoreSource.executeWithOptions({ summary: `which image set of ${input.domain} (${input.from})` }, [{ input }]);
+  const where = { uuid: source.domain.uuid, name: source.domain.name, mode: input.as ? ('as' as const) : ('in-place' as const), stop: input.stop, ...(input.host ? { host: input.host } : {}) };
+  let placed = placeRestore(where, ...(await asked(source.domain.uuid)));
+  for (let again = 0; !placed.ok && placed.retry && again < PLACE_RETRIES; again++) {
+    await sleep(2000);
+    placed = placeRestore(where, ...(await asked(source.domain.uuid)));
+  }
+  if (!placed.ok) {
+    if (placed.retry) throw ApplicationFailure.retryable(placed.message, placed.type);
+    throw ApplicationFailure.nonRetryable(placed.message, placed.type);
+  }
+  upsertSearchAttributes([{ key: SA.host, value: placed.host }]);
+  const childId = `${workflowId}.on.${placed.host}`;
+  progress.delegate(placed.host, childId);
+  const child = await startChild('restoreVm', {
+    taskQueue: placed.taskQueue,
+    workflowId: childId,
+    // By UUID and by run: the child restores exactly the set chosen here, of exactly this VM.
+    args: [{ ...requestOf(input), domain: source.domain.uuid, from: source.fromWorkflowId, routedBy: workflowId }],
+  });
+  try {
+    const result = (await child.result()) as RestoreResult;
+    progress.phase('done');
+    upsertSearchAttributes([{ key: SA.result, value: 'succeeded' }]);
+    return result;
+  } catch (err) {
+    progress.phase('failed');
+    upsertSearchAttributes([{ key: SA.result, value: 'failed' }]);
+    // The child's own failure, so a caller sees the same type as from a restore on a host queue.
+    if (err instanceof ChildWorkflowFailure && err.cause instanceof ApplicationFailure) throw err.cause;
+    throw err;
+  }
+}
+
+async function asked(uuid: string): Promise<[Awaited<ReturnType<typeof askHosts>>['answers'], string[]]> {
+  const { answers, unanswered } = await askHosts(uuid);
+  return [answers, unanswered];
+}
+
+/** The parsed input back as a request (defaults made explicit), without the router's own fields. */
+function requestOf(input: RestoreInput): RestoreInput {
+  const { host: _host, routedBy: _routedBy, ...rest } = input;
+  return rest;
+}
