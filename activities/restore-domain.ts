@@ -161,7 +161,7 @@ async function markReplaced(deps: ActivityDeps, loc: { pool: string; image: stri
   try {
     await img.setMetadata(RESTORE_META.replacedBy, workflowId);
     await img.setMetadata(RESTORE_META.replacedAt, new Date().toISOString());
-    for (const [k, v] of Object.entries(replacedScopeMetadata(deps.scope))) await img.setMetadata(k, v);
+    for (const [k, v] of Object.entries(replacedScopeMetadata(deps.scope, deps.host))) await img.setMetadata(k, v);
   } finally {
     await img.close();
   }
@@ -173,7 +173,7 @@ async function unmarkReplaced(deps: ActivityDeps, loc: { pool: string; image: st
   try {
     if ((await img.getMetadata(RESTORE_META.replacedBy)) !== workflowId) return;
     await img.removeMetadata(RESTORE_META.replacedBy);
-    for (const k of [RESTORE_META.replacedAt, ...Object.keys(replacedScopeMetadata(deps.scope))]) await img.removeMetadata(k).catch(() => undefined);
+    for (const k of [RESTORE_META.replacedAt, ...Object.keys(replacedScopeMetadata(deps.scope, deps.host))]) await img.removeMetadata(k).catch(() => undefined);
   } finally {
     await img.close();
   }
