@@ -6,6 +6,7 @@ import type { FleetLimits } from '../src/model/types';
 import type { FreezeGuard } from '../src/host/freeze-guard';
 import type { Metrics } from '../src/host/metrics';
 import type { Logger } from '../src/worker/logger';
+import type { RestoreKey } from '../src/host/restore-key';
 
 /** What the activities need from the host. Real adapters in the worker; tests pass the same kinds. */
 export interface ActivityDeps {
@@ -32,6 +33,8 @@ export interface ActivityDeps {
   clockSkewMs?: number;
   metrics: Metrics;
   log: Logger;
+  /** The fleet's restore-record key (config restoreKeyFile), read on each use; absent: records are written unsigned and `restore --as` refuses. */
+  restoreKey?(): Promise<RestoreKey>;
   /** The fleet registry and run control (Temporal client); set once the worker is connected. */
   fleet?: { hosts(): Promise<FleetHost[]>; terminate(workflowId: string, reason: string): Promise<void> };
   /** Lets long activities report progress to their workflow (signals); optional in tests. */

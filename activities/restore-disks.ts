@@ -58,8 +58,8 @@ async function makeClone(deps: ActivityDeps, req: RestoreDiskRequest): Promise<v
     for (const key of Object.keys(await img.listMetadata())) {
       if (key.startsWith('vmsnap.') && !key.startsWith('vmsnap.restore.')) await img.removeMetadata(key);
     }
-    // The reaper acts only on its own namespace's and fleet's leftovers (src/model/restore-leftovers.ts).
-    for (const [k, v] of Object.entries(restoreScopeMetadata(deps.scope))) await img.setMetadata(k, v);
+    // The reaper acts only on its own namespace's, fleet's and host's leftovers (src/model/restore-leftovers.ts).
+    for (const [k, v] of Object.entries(restoreScopeMetadata(deps.scope, deps.host))) await img.setMetadata(k, v);
     await img.setMetadata(RESTORE_META.from, `${rbdSpec(image)}@${snap}`);
     if (previous) await img.setMetadata(RESTORE_META.previous, rbdSpec(previous));
   } finally {

@@ -8,11 +8,12 @@ import { FailureType } from '../src/model/failures';
 import { replacedScopeMetadata } from '../src/model/restore-leftovers';
 import { rbdSpec } from '../src/model/restore-plan';
 import { decodeRestorePoint, RESTORE_META, RESTORE_POINT_KEY } from '../src/model/restore-point';
-import type { RestorePlan } from '../src/model/restore-point';
-import { rbdSourceNames, rewriteForNewDomain, swapRbdSources } from '../src/restore/domain-xml-rewrite';
+import type { RestorePlan, RestorePoint } from '../src/model/restore-point';
+import { rbdSourceNames, swapRbdSources } from '../src/restore/domain-xml-rewrite';
 import type { ActivityDeps } from './deps';
 import { during } from './step-error';
 import { removeRestoreDisks } from './restore-disks';
+import { trustedDefinition } from './restore-plan';
 
 export interface RestoreDomainRequest {
   workflowId: string;
@@ -49,9 +50,8 @@ export function defineRestoredDomain(deps: ActivityDeps) {
     const lv = await deps.libvirt();
     const { plan } = req;
     if (plan.mode === 'as') {
-      const recorded = await readRecordedXml(deps, plan);
-      const map = new Map(plan.disks.map((d) => [sourceOf(recorded.disks, d.target), rbdSpec(d.clone)]));
-      const xml = rewriteForNewDomain(recorded.xml, { name: plan.domain.name, uuid: plan.domain.uuid, disks: map });
+      // The record is read again here: it is checked again, not trusted from the plan.
+      const xml = await trustedDefinition(deps, await readRecord(deps, plan), plan);
       await during(`define ${plan.domain.name}`, () => lv.domainDefineXml(xml));
     } else {
       for (const d of plan.disks) await markReplaced(deps, d.previous!, req.workflowId);
@@ -136,23 +136,17 @@ export function undoRestore(deps: ActivityDeps) {
   };
 }
 
-async function readRecordedXml(deps: ActivityDeps, plan: RestorePlan): Promise<{ xml: string; disks: { target: string; source: string }[] }> {
+async function readRecord(deps: ActivityDeps, plan: RestorePlan): Promise<RestorePoint> {
   const loc = plan.disks[0].image;
   const io = await deps.ioctx(loc.pool, loc.namespace);
   const img = await during(`open image ${loc.image}`, () => openImage(io, loc.image, { readOnly: true }));
   try {
     const point = decodeRestorePoint(await img.getMetadata(RESTORE_POINT_KEY));
     if (!point) throw ApplicationFailure.nonRetryable(`${rbdSpec(loc)} lost its restore record`, FailureType.RestorePointIncomplete);
-    return { xml: point.domainXml, disks: point.disks };
+    return point;
   } finally {
     await img.close();
   }
-}
-
-function sourceOf(disks: { target: string; source: string }[], target: string): string {
-  const d = disks.find((x) => x.target === target);
-  if (!d) throw ApplicationFailure.nonRetryable(`restore record has no disk ${target}`, FailureType.RestorePointIncomplete);
-  return d.source;
 }
 
 async function markReplaced(deps: ActivityDeps, loc: { pool: string; image: string; namespace?: string }, workflowId: string): Promise<void> {
@@ -161,7 +155,7 @@ async function markReplaced(deps: ActivityDeps, loc: { pool: string; image: stri
   try {
     await img.setMetadata(RESTORE_META.replacedBy, workflowId);
     await img.setMetadata(RESTORE_META.replacedAt, new Date().toISOString());
-    for (const [k, v] of Object.entries(replacedScopeMetadata(deps.scope))) await img.setMetadata(k, v);
+    for (const [k, v] of Object.entries(replacedScopeMetadata(deps.scope, deps.host))) await img.setMetadata(k, v);
   } finally {
     await img.close();
   }
@@ -173,7 +167,7 @@ async function unmarkReplaced(deps: ActivityDeps, loc: { pool: string; image: st
   try {
     if ((await img.getMetadata(RESTORE_META.replacedBy)) !== workflowId) return;
     await img.removeMetadata(RESTORE_META.replacedBy);
-    for (const k of [RESTORE_META.replacedAt, ...Object.keys(replacedScopeMetadata(deps.scope))]) await img.removeMetadata(k).catch(() => undefined);
+    for (const k of [RESTORE_META.replacedAt, ...Object.keys(replacedScopeMetadata(deps.scope, deps.host))]) await img.removeMetadata(k).catch(() => undefined);
   } finally {
     await img.close();
   }

@@ -11,6 +11,10 @@ import {
 import { decodeRestorePoint, imageSetsOf, RESTORE_META, RESTORE_POINT_KEY } from '../src/model/restore-point';
 import type { CatalogImage, ImageSet, RestoreDiskPlan, RestorePlan, RestorePoint } from '../src/model/restore-point';
 import { readCatalog } from '../src/restore/catalog';
+import { definitionRefusal } from '../src/restore/definition-allow-list';
+import { rewriteForNewDomain } from '../src/restore/domain-xml-rewrite';
+import { verifyRestorePointMac } from '../src/restore/record-mac';
+import { restoreKeyFix } from '../src/host/restore-key';
 import type { ActivityDeps } from './deps';
 import { during } from './step-error';
 
@@ -76,6 +80,12 @@ function recordOf(set: ImageSet, catalog: CatalogImage[]): RestorePoint {
 
 async function planAs(deps: ActivityDeps, lv: LibvirtClient, input: RestoreInput, name: string, workflowId: string, point: RestorePoint): Promise<RestorePlan> {
   const uuid = restoredDomainUuid(workflowId);
+  const disks: RestoreDiskPlan[] = point.disks.map((d) => {
+    const vmPool = input.vmPool ?? parseRbdSpec(d.source).pool;
+    return { target: d.target, image: parseRbdSpec(d.image), snap: IMAGE_SNAP, clone: { pool: vmPool, image: restoredDiskNameAs(name, d.target) } };
+  });
+  // First: nothing is read from a record vmsnap did not write, nor defined outside the allow-list.
+  await trustedDefinition(deps, point, { domain: { name, uuid }, disks });
   const existing = await lookupOrNull(lv, name);
   if (existing && existing.uuid !== uuid) {
     throw ApplicationFailure.nonRetryable(`a domain named ${name} already exists (UUID ${existing.uuid})`, FailureType.NameConflict);
@@ -93,10 +103,6 @@ async function planAs(deps: ActivityDeps, lv: LibvirtClient, input: RestoreInput
       );
     }
   }
-  const disks: RestoreDiskPlan[] = point.disks.map((d) => {
-    const vmPool = input.vmPool ?? parseRbdSpec(d.source).pool;
-    return { target: d.target, image: parseRbdSpec(d.image), snap: IMAGE_SNAP, clone: { pool: vmPool, image: restoredDiskNameAs(name, d.target) } };
-  });
   const alreadyRestored = existing !== null && (await lv.getDomainState(existing)).state === 'running';
   return {
     mode: 'as',
@@ -110,6 +116,44 @@ async function planAs(deps: ActivityDeps, lv: LibvirtClient, input: RestoreInput
     alreadyRestored,
     disks,
   };
+}
+
+/**
+ * The definition `restore --as` defines: the record's, rewritten for the new VM — only when the
+ * record's MAC verifies with the fleet's restore key (RestoreRecordUntrusted otherwise) and the
+ * result passes the allow-list (DefinitionRefused). Checked at planning, before anything is
+ * made, and again by the define step on the record it reads then.
+ */
+export async function trustedDefinition(
+  deps: ActivityDeps,
+  point: RestorePoint,
+  plan: Pick<RestorePlan, 'domain' | 'disks'>,
+): Promise<string> {
+  const key = deps.restoreKey ? await deps.restoreKey() : undefined;
+  const untrusted = (why: string) =>
+    ApplicationFailure.nonRetryable(`the restore record of run ${point.workflowId} is not trusted: ${why}`, FailureType.RestoreRecordUntrusted);
+  if (!key?.ok) {
+    const file = key?.file ?? '/etc/vmsnap/restore.key';
+    throw untrusted(`${key?.why ?? 'this worker has no restore key'}; ${restoreKeyFix(file)} (VMSNAP_RESTORE_KEY_FILE), then take a new snapshot`);
+  }
+  const mac = verifyRestorePointMac(point, key.key);
+  if (!mac.ok) throw untrusted(`${mac.why}; restore it in place, or take a new snapshot with the fleet's restore key in place`);
+  const map = new Map<string, string>();
+  for (const d of plan.disks) {
+    const recorded = point.disks.find((x) => x.target === d.target);
+    if (!recorded) throw ApplicationFailure.nonRetryable(`restore record has no disk ${d.target}`, FailureType.RestorePointIncomplete);
+    map.set(recorded.source, rbdSpec(d.clone));
+  }
+  const xml = rewriteForNewDomain(point.domainXml, { name: plan.domain.name, uuid: plan.domain.uuid, disks: map });
+  const refused = definitionRefusal(xml, point.domainXml, {
+    clones: new Set(plan.disks.map((d) => rbdSpec(d.clone))),
+    imagePool: plan.disks[0]?.image.pool ?? '',
+    name: plan.domain.name,
+  });
+  if (refused) {
+    throw ApplicationFailure.nonRetryable(`${plan.domain.name} would be defined with ${refused}: not defined`, FailureType.DefinitionRefused);
+  }
+  return xml;
 }
 
 async function planInPlace(deps: ActivityDeps, lv: LibvirtClient, input: RestoreInput, workflowId: string, point: RestorePoint): Promise<RestorePlan> {

@@ -123,6 +123,13 @@ cmd_up() {
   mkdir -p "$LAB_DIR" "$LOG_DIR" "$ENV_D"
   # First file written: remove_lab_dir's proof that this directory is a lab.
   write_env lab <<<"VMSNAP_LAB_DIR $LAB_DIR"
+  # One restore-record key for the whole fleet (both lab hosts, every test worker), as an operator
+  # copies one file to every host; kept across lab:up so records signed earlier still verify.
+  if [[ ! -s "$LAB_DIR/restore.key" ]]; then
+    (umask 077 && od -An -N32 -tx1 /dev/urandom | tr -d ' \n' >"$LAB_DIR/restore.key.tmp")
+    mv -f "$LAB_DIR/restore.key.tmp" "$LAB_DIR/restore.key"
+  fi
+  printf '%s %s\n' VMSNAP_LAB_DIR "$LAB_DIR" VMSNAP_RESTORE_KEY_FILE "$LAB_DIR/restore.key" | write_env lab
   assemble_env
   stamp="$LAB_DIR/.up-started"
   touch "$stamp"

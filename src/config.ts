@@ -57,6 +57,8 @@ export const ConfigSchema = z.strictObject({
   host: z.string().regex(HOST_ID, 'host must be a simple host id').default(os.hostname().split('.')[0] || 'localhost'),
   imagePool: z.string().regex(RBD_NAME).default('images'),
   stateDir: filePath.default('/var/lib/vmsnap'),
+  /** The fleet's restore-record key (the same file on every host, mode 0600): restore records are signed and checked with it. */
+  restoreKeyFile: filePath.default('/etc/vmsnap/restore.key'),
   metricsPort: z.number().int().min(0).max(65535).default(9464),
   /** Clone/flatten/finalize activities at a time on this host (the bulk queue); see README "Bulk slots". */
   bulkConcurrency: z.number().int().min(1).max(64).default(2),
@@ -122,6 +124,7 @@ export function fromEnv(env: NodeJS.ProcessEnv): ConfigOverrides {
     host: env.VMSNAP_HOST,
     imagePool: env.VMSNAP_IMAGE_POOL,
     stateDir: env.VMSNAP_STATE_DIR,
+    restoreKeyFile: env.VMSNAP_RESTORE_KEY_FILE,
     metricsPort: num(env.VMSNAP_METRICS_PORT),
     bulkConcurrency: num(env.VMSNAP_BULK_CONCURRENCY),
     sweepIntervalMs: num(env.VMSNAP_SWEEP_INTERVAL_MS),

@@ -26,5 +26,5 @@ export {
 } from './snapshotter';
 export { SnapshotterPool, laneKey, type SnapshotterPoolOptions, type LaneOptions } from './snapshotter-pool';
 export { setOmapValue, removeOmapKey, listOmapValues, type OmapTarget, type OmapCliOptions } from './omap-cli';
-export { imageWatchers } from './rbd-status-cli';
+export { imageWatchers, imageLockers, removeImageCli, type ImageLocation } from './rbd-status-cli';
 export { rbdVersion, addonThreadStats, addonHandleCounts, releaseFreedMemory, addonDrained } from './addon-runtime';

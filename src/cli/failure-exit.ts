@@ -4,7 +4,7 @@ import { Exit } from './exit-codes';
 
 const BAD_INPUT = new Set([
   'InvalidInput', 'DomainNotFound', 'UnsupportedDisk', 'NameConflict', 'PoolUnavailable',
-  'RestorePointNotFound', 'RestorePointIncomplete', 'DomainRunning',
+  'RestorePointNotFound', 'RestorePointIncomplete', 'DomainRunning', 'RestoreRecordUntrusted', 'DefinitionRefused',
 ]);
 
 export function describeFailure(err: WorkflowFailedError): { type: string; message: string } {

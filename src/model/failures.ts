@@ -69,6 +69,14 @@ export const FailureType = {
   RestorePointNotFound: 'RestorePointNotFound',
   /** restore: the run's images are not all finalized, or carry no restore record. */
   RestorePointIncomplete: 'RestorePointIncomplete',
+  /**
+   * restore --as: the restore record carries no valid MAC from this fleet's restore key (planted
+   * or altered in the images pool, written before records were signed, or no key configured on
+   * this worker). Not retryable: the message names the fix.
+   */
+  RestoreRecordUntrusted: 'RestoreRecordUntrusted',
+  /** restore --as: the definition it would define has a host device, a host path or a disk outside the allow-list. */
+  DefinitionRefused: 'DefinitionRefused',
   /** restore in place: the VM runs and --stop was not given. */
   DomainRunning: 'DomainRunning',
   /** restore --stop: the guest did not power off within the timeout. */

@@ -51,6 +51,12 @@ export const RESTORE_SCOPE_META = {
   cluster: 'vmsnap.restore.cluster',
   replacedNamespace: 'vmsnap.restore.replaced-temporal-namespace',
   replacedCluster: 'vmsnap.restore.replaced-cluster',
+  /**
+   * The host whose worker made the disk, and the one whose restore replaced it. Every host reaps
+   * the shared pools but sees only its own domains, so only that host judges whether it is in use.
+   */
+  host: 'vmsnap.restore.host',
+  replacedHost: 'vmsnap.restore.replaced-host',
 } as const;
 
 /** The restore record on every image of a finished image set (src/model/restore-point.ts). */

@@ -12,7 +12,11 @@ import { RESTORE_META } from './restore-point';
  *    is kept `keepReplacedMs` after the swap, then removed (`vmsnap restore --confirm` earlier).
  *
  * Never a disk a domain defined on this host uses, never one outside this worker's scope, never
- * on a guess: a status that could not be read, or a workflow Temporal no longer knows, leaves it.
+ * one another host made or replaced (that host's domains, not this one's, say whether it is in
+ * use: a kept disk of a VM shut off there looks unused from here), never one without that host
+ * record (made before it was written: left to the operator), never on a guess: a status that
+ * could not be read, or a workflow Temporal no longer knows, leaves it. Ceph's own view (watchers,
+ * lock holders) is asked last, by the reaper, right before a removal (src/worker/restore-reaper.ts).
  */
 
 /** Temporal's names for a workflow's status (WorkflowExecutionStatus), plus the two a lookup can give. */
@@ -26,12 +30,18 @@ import { RESTORE_SCOPE_META } from './metadata-keys';
 const ENDED_UNFINISHED: ReadonlySet<RunStatus> = new Set<RunStatus>(['FAILED', 'CANCELLED', 'TERMINATED', 'TIMED_OUT']);
 
 
-export function restoreScopeMetadata(scope: RunScope): Record<string, string> {
-  return { [RESTORE_SCOPE_META.namespace]: scope.namespace, [RESTORE_SCOPE_META.cluster]: scope.cluster };
+/** On a disk a restore made: its namespace, fleet and the host whose worker made it. */
+export function restoreScopeMetadata(scope: RunScope, host: string): Record<string, string> {
+  return { [RESTORE_SCOPE_META.namespace]: scope.namespace, [RESTORE_SCOPE_META.cluster]: scope.cluster, [RESTORE_SCOPE_META.host]: host };
 }
 
-export function replacedScopeMetadata(scope: RunScope): Record<string, string> {
-  return { [RESTORE_SCOPE_META.replacedNamespace]: scope.namespace, [RESTORE_SCOPE_META.replacedCluster]: scope.cluster };
+/** On a disk an in-place restore replaced: that restore's namespace, fleet and host. */
+export function replacedScopeMetadata(scope: RunScope, host: string): Record<string, string> {
+  return {
+    [RESTORE_SCOPE_META.replacedNamespace]: scope.namespace,
+    [RESTORE_SCOPE_META.replacedCluster]: scope.cluster,
+    [RESTORE_SCOPE_META.replacedHost]: host,
+  };
 }
 
 export type LeftoverAction =
@@ -41,6 +51,8 @@ export type LeftoverAction =
 
 export interface LeftoverContext {
   scope: RunScope;
+  /** This worker's host id: only the host that made (or replaced) a disk judges it. */
+  host: string;
   now: number;
   keepReplacedMs: number;
   /** The disk (`pool/image`, or `pool/namespace/image`) is a source of a domain defined on this host. */
@@ -63,6 +75,7 @@ export function restoreLeftoverAction(meta: Readonly<Record<string, string>>, ct
     if (meta[RESTORE_SCOPE_META.replacedNamespace] !== ctx.scope.namespace || meta[RESTORE_SCOPE_META.replacedCluster] !== ctx.scope.cluster) {
       return { action: 'leave' };
     }
+    if (meta[RESTORE_SCOPE_META.replacedHost] !== ctx.host) return { action: 'leave' };
     const replacedAt = meta[RESTORE_META.replacedAt] ?? '';
     const at = Date.parse(replacedAt);
     if (!Number.isFinite(at) || ctx.now - at < ctx.keepReplacedMs) return { action: 'leave' };
@@ -70,6 +83,7 @@ export function restoreLeftoverAction(meta: Readonly<Record<string, string>>, ct
   }
   if (made) {
     if (meta[RESTORE_SCOPE_META.namespace] !== ctx.scope.namespace || meta[RESTORE_SCOPE_META.cluster] !== ctx.scope.cluster) return { action: 'leave' };
+    if (meta[RESTORE_SCOPE_META.host] !== ctx.host) return { action: 'leave' };
     const status = ctx.statusOf(made);
     return ENDED_UNFINISHED.has(status) ? { action: 'remove-clone', workflowId: made, status } : { action: 'leave' };
   }

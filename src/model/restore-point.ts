@@ -33,7 +33,11 @@ export interface RestorePoint {
   disks: RestorePointDisk[];
   /** virDomainGetXMLDesc(VIR_DOMAIN_XML_INACTIVE) of the domain at snapshot time. */
   domainXml: string;
+  /** `hmac-sha256:<key id>:<hex>` with the fleet's restore key (src/restore/record-mac.ts); absent when written without one. */
+  mac?: string;
 }
+
+export const RESTORE_POINT_VERSION = VERSION;
 
 export function encodeRestorePoint(p: Omit<RestorePoint, 'v'>): string {
   return JSON.stringify({ v: VERSION, ...p });
@@ -46,6 +50,7 @@ export function decodeRestorePoint(value: string | null | undefined): RestorePoi
     const p = JSON.parse(value) as Partial<RestorePoint>;
     if (p.v !== VERSION || typeof p.workflowId !== 'string' || typeof p.domainXml !== 'string' || !Array.isArray(p.disks)) return null;
     if (!p.domain || typeof p.domain.name !== 'string' || typeof p.domain.uuid !== 'string') return null;
+    if (p.mac !== undefined && typeof p.mac !== 'string') return null;
     return p as RestorePoint;
   } catch {
     return null;

@@ -1,3 +1,4 @@
+import { readRestoreKey } from '../host/restore-key';
 import { LibvirtClient } from '../libvirt';
 import { RadosCluster, SnapshotterPool } from '../ceph';
 import type { RunScope } from '../model/identity';
@@ -68,6 +69,7 @@ export function createHostDeps(
     ioctx,
     snapshotter,
     radosCli,
+    restoreKey: () => readRestoreKey(config.restoreKeyFile),
     clockSkewMs: config.clockSkewMs,
     scope,
     guard,

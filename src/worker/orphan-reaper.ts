@@ -88,6 +88,8 @@ export class OrphanReaper {
     const snaps = await this.reapSnaps(isRunning);
     const restore = await reapRestoreLeftovers(await this.deps.libvirt(), {
       scope: this.deps.scope,
+      host: this.deps.host,
+      cli: this.deps.radosCli,
       keepReplacedMs: this.keepReplacedMs,
       ioctx: (pool, ns) => this.deps.ioctx(pool, ns),
       statusOf,

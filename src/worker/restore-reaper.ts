@@ -1,5 +1,5 @@
-import { isNotEmpty, isNotFound, listImages, readImageIfExists, removeImage } from '../ceph';
-import type { IoCtx } from '../ceph';
+import { imageLockers, imageWatchers, isBusy, isNotEmpty, listImages, readImageIfExists, removeImageCli } from '../ceph';
+import type { ImageLocation, IoCtx, OmapCliOptions } from '../ceph';
 import type { LibvirtClient } from '../libvirt';
 import { parseDomainXml } from '../libvirt';
 import { restoreIdsOf, restoreLeftoverAction } from '../model/restore-leftovers';
@@ -9,9 +9,13 @@ import { RESTORE_META } from '../model/restore-point';
 
 export interface RestoreReapOptions {
   scope: RunScope;
+  /** This worker's host id: it reaps only the disks its own host made or replaced. */
+  host: string;
   keepReplacedMs: number;
   ioctx: (pool: string, namespace?: string) => Promise<IoCtx>;
   statusOf: (workflowId: string) => Promise<RunStatus>;
+  /** How the `rbd` CLI connects: watchers, lock holders and the removal, each bounded and killed. */
+  cli: OmapCliOptions;
 }
 
 export interface RestoreReapReport {
@@ -24,9 +28,14 @@ export interface RestoreReapReport {
  * The restore half of the orphan reaper (decisions in src/model/restore-leftovers.ts): in every
  * pool a domain defined on this host has an RBD disk in, it removes the disks of restores that
  * ended without completing and the disks completed in-place restores replaced once they are
- * `keepReplacedMs` old. The set of disks in use is read from every defined domain's inactive
- * and, when running, live XML just before the pools are listed, so a disk a VM uses is never
- * touched; one that a VM defined meanwhile opens is refused by Ceph (it has a watcher).
+ * `keepReplacedMs` old — only those this host made or replaced: every host reaps the shared
+ * pools, but each sees only its own domains. The set of disks in use is read from every defined
+ * domain's inactive and, when running, live XML just before the pools are listed. Then, right
+ * before a removal, Ceph is asked who has the disk open (watchers) and who holds its lock (the
+ * exclusive-lock owner, alive or dead; advisory lockers): anyone, or no answer, keeps it. The
+ * removal is `rbd rm` in its own process, killed at 10 s: librbd breaks an owner's lock only
+ * once that owner's watch has been gone ~30 s, so a removal that found no locker and cannot live
+ * past 10 s never breaks one (src/ceph/rbd-status-cli.ts).
  */
 export async function reapRestoreLeftovers(lv: LibvirtClient, o: RestoreReapOptions): Promise<RestoreReapReport> {
   const inUse = await disksInUse(lv);
@@ -42,6 +51,7 @@ export async function reapRestoreLeftovers(lv: LibvirtClient, o: RestoreReapOpti
         for (const id of Object.values(restoreIdsOf(meta))) statuses.set(id, await o.statusOf(id));
         const decision = restoreLeftoverAction(meta, {
           scope: o.scope,
+          host: o.host,
           now: Date.now(),
           keepReplacedMs: o.keepReplacedMs,
           inUse: inUse.has(spec),
@@ -49,7 +59,8 @@ export async function reapRestoreLeftovers(lv: LibvirtClient, o: RestoreReapOpti
         });
         if (decision.action === 'leave') continue;
         const why = decision.action === 'remove-clone' ? `restore ${decision.workflowId} ${decision.status}` : `replaced by ${decision.workflowId} at ${decision.replacedAt}`;
-        const refused = await removeIfUnused(io, name);
+        const loc: ImageLocation = { pool, image: name, ...(ns ? { namespace: ns } : {}) };
+        const refused = (await heldBy(o.cli, loc)) ?? (await removeIfUnused(o.cli, loc));
         if (refused) out.kept.push({ disk: spec, reason: `${why}; ${refused}` });
         else out.removed.push(`${spec} (${why})`);
       }
@@ -88,14 +99,30 @@ function metadataOf(io: IoCtx, name: string): Promise<Record<string, string> | n
   return readImageIfExists(io, name, (img) => img.listMetadata());
 }
 
-/** rbd_remove, which refuses an image with snapshots, clones or a watcher (a VM that has it open). */
-async function removeIfUnused(io: IoCtx, name: string): Promise<string | undefined> {
+/** Why Ceph says the disk must stay (open, locked, or no answer); undefined when nobody holds it. */
+async function heldBy(cli: OmapCliOptions, loc: ImageLocation): Promise<string | undefined> {
   try {
-    await removeImage(io, name);
+    const watchers = await imageWatchers(cli, loc);
+    if (watchers.length) return `open by ${watchers.join(', ')} (watchers)`;
+    const lockers = await imageLockers(cli, loc);
+    if (lockers.length) return `locked by ${lockers.join(', ')}`;
     return undefined;
   } catch (err) {
-    if (isNotFound(err)) return undefined;
+    return `cannot tell who holds it (${(err as Error).message})`;
+  }
+}
+
+/** Below librbd's ~30 s before it breaks the lock of an owner that stopped answering. */
+const REMOVE_BOUND_MS = 10_000;
+
+/** `rbd rm`, which also refuses an image with snapshots, clones or a watcher that appeared meanwhile. */
+async function removeIfUnused(cli: OmapCliOptions, loc: ImageLocation): Promise<string | undefined> {
+  try {
+    await removeImageCli({ ...cli, timeoutMs: Math.min(cli.timeoutMs ?? REMOVE_BOUND_MS, REMOVE_BOUND_MS) }, loc);
+    return undefined;
+  } catch (err) {
     if (isNotEmpty(err)) return 'has snapshots or clones';
+    if (isBusy(err)) return 'opened meanwhile (watchers)';
     return `not removed: ${(err as Error).message}`;
   }
 }

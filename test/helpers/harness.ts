@@ -34,7 +34,7 @@ export async function startHarness(
     keyring?: string;
     /** Another Temporal than the lab's (a dev server started without vmsnap's search attributes). */
     temporalAddress?: string;
-    config?: Partial<Pick<Config, 'reapIntervalMs' | 'ownerRecordHorizonMs' | 'fleetBeatMs' | 'maxWindowsPerHost' | 'maxSnapshotsPerCluster' | 'keepReplacedMs'>>;
+    config?: Partial<Pick<Config, 'restoreKeyFile' | 'reapIntervalMs' | 'ownerRecordHorizonMs' | 'fleetBeatMs' | 'maxWindowsPerHost' | 'maxSnapshotsPerCluster' | 'keepReplacedMs'>>;
   } = {},
 ): Promise<Harness> {
   const vars = labVars();
@@ -51,6 +51,8 @@ export async function startHarness(
       },
       host,
       stateDir: mkdtempSync(path.join(os.tmpdir(), 'vmsnap-state-')),
+      // The lab's one restore key, as every host of a fleet has the same file.
+      ...(vars.VMSNAP_RESTORE_KEY_FILE ? { restoreKeyFile: vars.VMSNAP_RESTORE_KEY_FILE } : {}),
       metricsPort: 0,
       ...opts.config,
     },

@@ -50,6 +50,7 @@ export class WorkerProcess {
       VMSNAP_CEPH_CONF: need(this.vars, 'CEPH_CONF'),
       VMSNAP_CEPH_ID: this.vars.CEPH_VMSNAP_ID ?? 'admin',
       VMSNAP_CEPH_KEYRING: this.vars.CEPH_VMSNAP_KEYRING ?? need(this.vars, 'CEPH_KEYRING'),
+      ...(this.vars.VMSNAP_RESTORE_KEY_FILE ? { VMSNAP_RESTORE_KEY_FILE: this.vars.VMSNAP_RESTORE_KEY_FILE } : {}),
       VMSNAP_HOST: this.host,
       VMSNAP_STATE_DIR: this.stateDir,
       VMSNAP_METRICS_PORT: '0',

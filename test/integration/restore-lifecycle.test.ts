@@ -50,7 +50,8 @@ afterAll(async () => {
 
 const restoreKeys = async (image: string) => Object.keys(await ceph.meta('vms', image)).filter((k) => k.startsWith('vmsnap.restore.'));
 const restoredDisks = async () => (await ceph.images('vms')).filter((i) => i.startsWith(`${g1}-vdb-r`));
-const reaper = (keepReplacedMs: number) => new OrphanReaper(h.hw.deps, h.client, 'images', h.hw.deps.log, 3600_000, 3600_000, keepReplacedMs);
+const reaper = (keepReplacedMs: number, host = h.config.host) =>
+  new OrphanReaper({ ...h.hw.deps, host }, h.client, 'images', h.hw.deps.log, 3600_000, 3600_000, keepReplacedMs);
 
 describe('in-place restore of a running VM (--stop)', () => {
   it('a guest that ignores the shutdown request: ShutdownTimeout, left running and untouched', async () => {
@@ -134,6 +135,9 @@ describe('the reaper and a terminated restore', () => {
       expect((await handle.describe()).status.name).toBe('TERMINATED');
       expect(await ceph.images('vms')).toContain(clone);
       expect((await ceph.meta('vms', clone))['vmsnap.restore.workflow-id']).toBe(handle.workflowId);
+      // Made by the worker of host `host`: only that host's reaper judges it (another host's never does).
+      expect((await ceph.meta('vms', clone))['vmsnap.restore.host']).toBe(host);
+      expect((await reaper(3600_000).sweep()).restore.removed).toEqual([]);
 
       // A shut-off domain defined on this host that uses the disk: the reaper leaves it.
       writeFileSync(
@@ -142,11 +146,11 @@ describe('the reaper and a terminated restore', () => {
           `<devices><disk type='network' device='disk'><source protocol='rbd' name='vms/${clone}'/><target dev='vdb' bus='virtio'/></disk></devices></domain>`,
       );
       await virsh(h.vars, 'define', path.join(dir, 'hold.xml'));
-      expect((await reaper(3600_000).sweep()).restore.removed).toEqual([]);
+      expect((await reaper(3600_000, host).sweep()).restore.removed).toEqual([]);
       expect(await ceph.images('vms')).toContain(clone);
 
       await virsh(h.vars, 'undefine', holder);
-      const swept = await reaper(3600_000).sweep();
+      const swept = await reaper(3600_000, host).sweep();
       expect(swept.restore.removed).toEqual([`vms/${clone} (restore ${handle.workflowId} TERMINATED)`]);
       expect(await ceph.images('vms')).not.toContain(clone);
       // The source VM was never touched.

@@ -9,10 +9,10 @@ const NOW = Date.parse('2026-01-02T00:00:00Z');
 const HOUR = 3600_000;
 
 const ctx = (status: RunStatus, o: Partial<LeftoverContext> = {}): LeftoverContext => ({
-  scope, now: NOW, keepReplacedMs: 24 * HOUR, inUse: false, statusOf: () => status, ...o,
+  scope, host: 'hv-a', now: NOW, keepReplacedMs: 24 * HOUR, inUse: false, statusOf: () => status, ...o,
 });
-const clone = (s = scope) => ({ [RESTORE_META.workflowId]: 'restore-1', ...restoreScopeMetadata(s) });
-const replaced = (at: string, s = scope) => ({ [RESTORE_META.replacedBy]: 'restore-2', [RESTORE_META.replacedAt]: at, ...replacedScopeMetadata(s) });
+const clone = (s = scope, host = 'hv-a') => ({ [RESTORE_META.workflowId]: 'restore-1', ...restoreScopeMetadata(s, host) });
+const replaced = (at: string, s = scope, host = 'hv-a') => ({ [RESTORE_META.replacedBy]: 'restore-2', [RESTORE_META.replacedAt]: at, ...replacedScopeMetadata(s, host) });
 
 describe('restoreLeftoverAction: a restored disk', () => {
   it.each(['TERMINATED', 'TIMED_OUT', 'FAILED', 'CANCELLED'] as const)('of a restore that ended %s is removed', (status) => {
@@ -30,6 +30,13 @@ describe('restoreLeftoverAction: a restored disk', () => {
   it("is left when another namespace's restore made it, or no scope was recorded", () => {
     expect(restoreLeftoverAction(clone(other), ctx('TERMINATED')).action).toBe('leave');
     expect(restoreLeftoverAction({ [RESTORE_META.workflowId]: 'restore-1' }, ctx('TERMINATED')).action).toBe('leave');
+  });
+
+  it('is left by every host but the one that made it, and when no maker host was recorded', () => {
+    expect(restoreLeftoverAction(clone(scope, 'hv-b'), ctx('TERMINATED')).action).toBe('leave');
+    const legacy: Record<string, string> = clone();
+    delete legacy['vmsnap.restore.host'];
+    expect(restoreLeftoverAction(legacy, ctx('TERMINATED')).action).toBe('leave');
   });
 });
 
@@ -57,6 +64,10 @@ describe('restoreLeftoverAction: a replaced disk', () => {
     expect(restoreLeftoverAction(replaced('2020-01-01T00:00:00Z', other), ctx('COMPLETED')).action).toBe('leave');
     expect(restoreLeftoverAction({ [RESTORE_META.replacedBy]: 'restore-2', [RESTORE_META.replacedAt]: '2020-01-01T00:00:00Z' }, ctx('COMPLETED')).action).toBe('leave');
     expect(restoreLeftoverAction(replaced('yesterday'), ctx('COMPLETED')).action).toBe('leave');
+  });
+
+  it("is left by every host but the one whose restore replaced it", () => {
+    expect(restoreLeftoverAction(replaced('2020-01-01T00:00:00Z', scope, 'hv-b'), ctx('COMPLETED')).action).toBe('leave');
   });
 
   it('an image no restore touched is left', () => {
