@@ -4,12 +4,13 @@
 # /dev, /proc and /sys come from the host; each DIR (e.g. the lab's directory: Ceph conf and keys,
 # libvirt sockets) is bind-mounted at the same path; /tmp is a fresh tmpfs. The network is the
 # host's, so 127.0.0.1 reaches the lab's Temporal and Ceph monitor. COMMAND is exec'd with a
-# minimal environment plus the VMSNAP_*/TEMPORAL_*/npm_config_* variables of the caller.
+# minimal environment plus the VMSNAP_*/TEMPORAL_* variables of the caller (not npm_config_*:
+# the caller's npm settings describe the host, e.g. a CA file path that means another file there).
 set -euo pipefail
 
 if [[ -z "${VMSNAP_IN_ROOT_NS:-}" ]]; then
-  # --kill-child: the command dies with the namespace's first process, so a killed caller never
-  # leaves a worker running inside a root nobody watches.
+  # --kill-child: the command gets SIGTERM when unshare dies, so a killed caller never leaves a
+  # worker running inside a root nobody watches. unshare itself ignores SIGTERM: stop it with SIGKILL.
   exec unshare --mount --propagation private --fork --kill-child=SIGTERM -- env VMSNAP_IN_ROOT_NS=1 bash "${BASH_SOURCE[0]}" "$@"
 fi
 
@@ -42,6 +43,6 @@ if [[ -n "${NODE_EXTRA_CA_CERTS:-}" && -r "$NODE_EXTRA_CA_CERTS" ]]; then
   envs+=(NODE_EXTRA_CA_CERTS=/tmp/host-ca.crt)
 fi
 while IFS= read -r -d '' kv; do
-  case "$kv" in VMSNAP_IN_ROOT_NS=*) ;; VMSNAP_* | TEMPORAL_* | npm_config_*) envs+=("$kv") ;; esac
+  case "$kv" in VMSNAP_IN_ROOT_NS=*) ;; VMSNAP_* | TEMPORAL_*) envs+=("$kv") ;; esac
 done < <(env -0)
 exec chroot "$root" /usr/bin/env -i "${envs[@]}" "$@"

@@ -95,7 +95,6 @@ cpSync(path.join(root, 'dist'), path.join(pkgDir, 'dist'), { recursive: true, fi
 copyFileSync(ADDON, path.join(pkgDir, PREBUILT));
 mkdirSync(path.join(pkgDir, 'deploy'));
 copyFileSync(path.join(root, 'deploy', 'vmsnap-worker.service'), path.join(pkgDir, 'deploy', 'vmsnap-worker.service'));
-copyFileSync(path.join(root, 'README.md'), path.join(pkgDir, 'README.md'));
 
 const dependencies = Object.fromEntries(Object.entries(pkg.dependencies).filter(([name]) => !BUILD_ONLY.has(name)));
 const manifest = {

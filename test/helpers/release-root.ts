@@ -57,7 +57,10 @@ export function inRoot(m: RootMounts, argv: string[], env: Record<string, string
   return run('bash', [path.join(ROOT, 'lab', 'in-root.sh'), m.root, ...m.dirs, '--', ...argv], { env: { ...process.env, ...env }, timeoutMs });
 }
 
-/** A long-running command inside the root (the worker); kill it with SIGTERM. */
+/**
+ * A long-running command inside the root (the worker). Stop it with SIGKILL: the process is
+ * unshare, which ignores SIGTERM in its fork mode and, dying, sends SIGTERM to the command.
+ */
 export function spawnInRoot(m: RootMounts, argv: string[], env: Record<string, string>): ChildProcess {
   return spawn('bash', [path.join(ROOT, 'lab', 'in-root.sh'), m.root, ...m.dirs, '--', ...argv], {
     cwd: ROOT,

@@ -63,7 +63,7 @@ beforeAll(async () => {
 }, 2_400_000);
 
 afterAll(async () => {
-  worker?.kill('SIGTERM');
+  worker?.kill('SIGKILL');
   if (vars && g1) await ensureThawed(vars, g1);
   console.log(`release install test timings (ms): ${JSON.stringify(timings)}`);
 });
