@@ -107,7 +107,7 @@ describe('the release installed in a clean Debian 12 root', () => {
     expect(r.stdout).toContain(VERSION);
   });
 
-  it('a worker runs there, vmsnap doctor is all OK, and a snapshot is quiesced', async () => {
+  it('a worker runs there, vmsnap doctor is OK for this host, and a snapshot is quiesced', async () => {
     const t0 = Date.now();
     worker = spawnInRoot(mounts, [vmsnap(), 'worker'], env());
     await new Promise<void>((resolve, reject) => {
@@ -124,7 +124,10 @@ describe('the release installed in a clean Debian 12 root', () => {
     const doctor = await inRoot(mounts, [vmsnap(), 'doctor', '--host', host, '--domain', g1, '--json'], env());
     timings.doctorMs = doctor.ms;
     const checks = (JSON.parse(doctor.stdout) as { checks: { name: string; status: string; detail: string }[] }).checks;
-    expect(checks.filter((c) => c.status !== 'ok'), doctor.stdout).toEqual([]);
+    // Every check of this host is OK; fleet.* lines are other hosts' heartbeats (an earlier run's
+    // worker is LOST there, a WARN), not this installation's.
+    expect(checks.filter((c) => !c.name.startsWith('fleet.') && c.status !== 'ok'), doctor.stdout).toEqual([]);
+    expect(checks.map((c) => c.name)).toEqual(expect.arrayContaining(['ceph', `ceph pool ${need(vars, 'VMSNAP_VM_POOL')}`, 'libvirt', `domain ${g1} agent`, 'temporal.worker']));
     expect(doctor.code, doctor.stderr).toBe(0);
 
     const snap = await inRoot(mounts, [vmsnap(), 'snapshot', g1, '--host', host, '--quiesce', 'require', '--workflow-id', uniqueId('release'), '--wait', '--json'], env());
