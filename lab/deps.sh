@@ -35,6 +35,8 @@ PACKAGES=(
   shellcheck
   # test/unit/service-unit.test.ts: systemd-analyze verify on deploy/vmsnap-worker.service
   systemd
+  # test/integration/release-install.test.ts: the clean Debian 12 root the release installs into
+  mmdebstrap
 )
 
 missing_packages() {

@@ -4,6 +4,8 @@
 //   node scripts/build-addon.mjs [--debug]
 //   node scripts/build-addon.mjs --asan   AddressSanitizer + UBSan build into build-asan/ (the
 //                                         normal build is untouched); run by scripts/test-asan.sh
+//   node scripts/build-addon.mjs --into DIR  the release build into DIR/build/Release (the
+//                                         checkout's build/ is untouched); run by scripts/release.mjs
 // Never downloads anything: node-gyp gets --nodedir pointing at local headers.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -73,12 +75,14 @@ function nodeGyp() {
 // -fno-sanitize-recover=all: UBSan aborts at the first report, as ASan does.
 const SANITIZE = ['-fsanitize=address,undefined', '-fno-sanitize-recover=all', '-fno-omit-frame-pointer', '-g', '-O1'];
 
-function asanProject() {
-  const dir = path.join(root, 'build-asan');
+function project(dir, sanitize) {
   mkdirSync(dir, { recursive: true });
   const gyp = JSON.parse(readFileSync(path.join(root, 'binding.gyp'), 'utf8'));
   for (const t of gyp.targets) {
-    t.sources = t.sources.map((s) => path.join('..', s));
+    t.sources = t.sources.map((s) => path.relative(dir, path.join(root, s)));
+    // node-addon-api's include_dir is relative to the cwd node-gyp runs in: resolve it from here.
+    t.include_dirs = [path.dirname(require.resolve('node-addon-api/package.json'))];
+    if (!sanitize) continue;
     t.cflags_cc = [...t.cflags_cc, ...SANITIZE];
     t.ldflags = [...(t.ldflags ?? []), '-fsanitize=address,undefined'];
   }
@@ -86,8 +90,12 @@ function asanProject() {
   return dir;
 }
 
-const asan = process.argv.includes('--asan');
-const cwd = asan ? asanProject() : root;
+const into = process.argv.indexOf('--into');
+const cwd = process.argv.includes('--asan')
+  ? project(path.join(root, 'build-asan'), true)
+  : into > 0
+    ? project(path.resolve(process.argv[into + 1]), false)
+    : root;
 const started = Date.now();
 const args = [nodeGyp(), 'rebuild', `--nodedir=${nodedir()}`, '--jobs=max'];
 if (process.argv.includes('--debug')) args.push('--debug');

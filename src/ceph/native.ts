@@ -90,19 +90,27 @@ export interface NativeBinding {
 }
 
 const ADDON = path.join('build', 'Release', 'vmsnap_rbd.node');
+/** Where `npm run release` puts the addon it prebuilt: the one platform a release is built for. */
+export const PREBUILT_ADDON = path.join('prebuilds', 'linux-x64-glibc', 'vmsnap_rbd.node');
 
-/** Finds build/Release/vmsnap_rbd.node in the nearest ancestor directory (works from src/ and dist/). */
+/**
+ * Finds the addon in the nearest ancestor directory (works from src/ and dist/): a source
+ * checkout's own build (build/Release), else an installed release's prebuilt copy.
+ */
 export function addonPath(): string {
   const override = process.env.VMSNAP_RBD_ADDON;
   if (override) return override;
+  const prebuilt = process.platform === 'linux' && process.arch === 'x64' ? [PREBUILT_ADDON] : [];
   for (let dir = __dirname; ; dir = path.dirname(dir)) {
-    const candidate = path.join(dir, ADDON);
-    if (existsSync(candidate)) return candidate;
+    for (const rel of [ADDON, ...prebuilt]) {
+      const candidate = path.join(dir, rel);
+      if (existsSync(candidate)) return candidate;
+    }
     if (path.dirname(dir) === dir) break;
   }
   throw new Error(
-    `vmsnap: native addon ${ADDON} not found; build it with \`node scripts/build-addon.mjs\` ` +
-      '(needs apt packages librbd-dev librados-dev)',
+    `vmsnap: native addon not found (${[ADDON, ...prebuilt].join(' or ')}); a release ships it prebuilt for linux-x64 ` +
+      '(glibc); from a source checkout build it with `node scripts/build-addon.mjs` (needs apt packages librbd-dev librados-dev)',
   );
 }
 
