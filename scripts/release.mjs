@@ -22,6 +22,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
 const { sourceStamp, distIsFresh } = require('../bin/source-stamp.js');
 
+const RUNTIME_ENGINES = { node: '>=22' };
 const PREBUILT = path.join('prebuilds', 'linux-x64-glibc', 'vmsnap_rbd.node');
 // Needed to build, never to run: node-addon-api is C++ headers the addon was compiled with.
 const BUILD_ONLY = new Set(['node-addon-api']);
@@ -102,7 +103,9 @@ const manifest = {
   version: pkg.version,
   description: pkg.description,
   license: pkg.license,
-  engines: pkg.engines,
+  // The release's own floor: the LTS line its install test runs on (Node 20 reached end of life
+  // in April 2026). The checkout keeps >=20 only because the build hosts here run Node 20.
+  engines: RUNTIME_ENGINES,
   os: ['linux'],
   cpu: ['x64'],
   libc: ['glibc'],

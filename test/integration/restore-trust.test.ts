@@ -54,11 +54,11 @@ const HOSTDEV = "<hostdev mode='subsystem' type='pci' managed='yes'><source><add
 const SHADOW = "<disk type='file' device='disk'><source file='/etc/shadow'/><target dev='vdz' bus='virtio'/></disk>";
 
 /** `restore --as` of the planted record: refused, typed, exit 2, and nothing defined or created. */
-async function refused(type: string, message: RegExp, e: NodeJS.ProcessEnv = env): Promise<void> {
+async function refused(type: string, message: RegExp, e: NodeJS.ProcessEnv = env, pin: string[] = []): Promise<void> {
   const name = uniqueId('vmsnap-planted');
   const vmsBefore = await ceph.images('vms');
   const domainsBefore = await virsh(h.vars, 'list', '--all', '--name');
-  const r = await vmsnapCli(['restore', g1, '--from', snap.workflowId, '--as', name, '--wait', '--json', '--workflow-id', uniqueId('restore-planted')], e, 300_000);
+  const r = await vmsnapCli(['restore', g1, '--from', snap.workflowId, '--as', name, '--wait', '--json', '--workflow-id', uniqueId('restore-planted'), ...pin], e, 300_000);
   expect(r.code, r.stderr + r.stdout).toBe(2);
   expect(json<{ type: string; message: string }>(r)).toMatchObject({ type, message: expect.stringMatching(message) });
   expect(await ceph.images('vms')).toEqual(vmsBefore);
@@ -106,7 +106,11 @@ describe('restore --as trusts a record only if vmsnap wrote it', () => {
   it('a worker without the restore key refuses even the genuine record, naming the fix', async () => {
     const keyless = await startHarness({ config: { restoreKeyFile: '/nonexistent/restore.key' } });
     try {
-      await refused('RestoreRecordUntrusted', /no restore key at \/nonexistent\/restore\.key.*VMSNAP_RESTORE_KEY_FILE/, cliEnv(h.vars, { VMSNAP_HOST: keyless.config.host }));
+      await refused('RestoreRecordUntrusted', /no restore key at \/nonexistent\/restore\.key.*VMSNAP_RESTORE_KEY_FILE/, cliEnv(h.vars, { VMSNAP_HOST: keyless.config.host }), [
+        // Pinned: two workers on one libvirtd both hold g1, so the fleet could place it beside either.
+        '--host',
+        keyless.config.host,
+      ]);
     } finally {
       await keyless.stop();
     }
