@@ -17,6 +17,7 @@ import { captureDisks, failureType } from './capture';
 import { locate } from './locate';
 import { Compensations } from './compensations';
 import { acquireDomainLock } from './domain-lock';
+import { nameIdOf } from './name-id';
 import { Progress } from './progress';
 import { applyRetentionPolicy } from './retention';
 import { timed } from './timed';
@@ -246,17 +247,4 @@ async function holdSlots(plan: SnapshotPlan, found: InspectResult, limits: Fleet
     throw err;
   }
   return held;
-}
-
-/**
- * The id every name derives from. `routedBy` is honoured only from the parent that set it: a
- * caller who typed another run's id would otherwise take over that run's names.
- */
-function nameIdOf(input: SnapshotInput): string {
-  const info = workflowInfo();
-  if (!input.routedBy) return info.workflowId;
-  if (input.routedBy !== info.parent?.workflowId) {
-    throw ApplicationFailure.nonRetryable('invalid input: routedBy is set only by the fleet router, for its own child run', FailureType.InvalidInput);
-  }
-  return input.routedBy;
 }

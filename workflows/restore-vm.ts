@@ -10,6 +10,7 @@ import { Compensations } from './compensations';
 import { acquireDomainLock } from './domain-lock';
 import type { HeldLock } from './domain-lock';
 import { FLEET_TASK_QUEUE } from '../src/model/fleet';
+import { nameIdOf } from './name-id';
 import { Progress } from './progress';
 import { restoreCopies, restoreDomainOps, restorePlanning, restoreUndo, restoreWaits } from './restore-profiles';
 import { routeRestore } from './restore-route';
@@ -160,16 +161,3 @@ export async function restoreVm(request: RestoreRequest): Promise<RestoreResult>
 const ROUTED = 'vmsnap-restore-routed';
 /** Histories from before in-place restores took the domain lock. Retire with ROUTED. */
 const LOCKED = 'vmsnap-restore-domain-lock';
-
-/**
- * The id every name derives from: the router's, for its child on the VM's host, so the restored
- * disks, their marks and `--confirm` all use the id the caller started. Honoured only from that parent.
- */
-function nameIdOf(input: RestoreInput): string {
-  const info = workflowInfo();
-  if (!input.routedBy) return info.workflowId;
-  if (input.routedBy !== info.parent?.workflowId) {
-    throw ApplicationFailure.nonRetryable('invalid input: routedBy is set only by the fleet router, for its own child run', FailureType.InvalidInput);
-  }
-  return input.routedBy;
-}
