@@ -1,6 +1,6 @@
-import { proxyActivities } from '@temporalio/workflow';
+import { patched, proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { FLEET_TASK_QUEUE, placeDomain } from '../src/model/fleet';
+import { FLEET_TASK_QUEUE, judgeAnswers, placeDomain } from '../src/model/fleet';
 import type { Placement, Presence } from '../src/model/fleet';
 
 /** Registry reads and fleet bookkeeping: any worker of the fleet queue. */
@@ -27,16 +27,20 @@ export async function locate(domain: string): Promise<Placement> {
 
 /** Every host worth asking (not draining) answers whether it has the domain (a name or a UUID). */
 export async function askHosts(domain: string): Promise<{ answers: Presence[]; unanswered: string[] }> {
-  // A draining host (its worker stopping or restarting) is not asked: for a run, "not found" then
-  // fails as it did when a stopped host left the registry; a freeze's hand-off keeps looking anyway.
-  const live = (await fleetOps().fleetHosts()).filter((h) => h.ask);
+  // A draining host (its worker stopping or restarting) is not asked, but its silence, like that of
+  // a late host, leaves "not found" unsure: only a lost one is ruled out (judgeAnswers).
+  const hosts = await fleetOps().fleetHosts();
+  const live = hosts.filter((h) => h.ask);
   const settled = await Promise.allSettled(
     live.map((h) => presenceOn(h.taskQueue).domainPresence.executeWithOptions({ summary: `is ${domain} on ${h.host}?` }, [{ domain, taskQueue: h.taskQueue }])),
   );
-  const answers: Presence[] = [];
-  const unanswered: string[] = [];
-  // A lost host that answers counts (its beat was only late); one that does not is lost indeed,
-  // and cannot be where a run would go. Only a live host's silence leaves the placement unsure.
-  settled.forEach((s, i) => (s.status === 'fulfilled' ? answers.push(s.value) : live[i].alive && unanswered.push(live[i].host)));
-  return { answers, unanswered };
+  const asked = settled.map((s) => (s.status === 'fulfilled' ? s.value : undefined));
+  const judged = judgeAnswers(hosts, asked);
+  const before = judgeAnswers(hosts, asked, true);
+  // The marker only where the two rules differ: histories that never met a late host replay as they are.
+  if (judged.unanswered.join() === before.unanswered.join() || patched(LATE_HOST_UNSURE)) return judged;
+  return before;
 }
+
+/** Histories from before a late host's silence made placement unsure. Retire 2027-06-01. */
+const LATE_HOST_UNSURE = 'vmsnap-late-host-unsure';

@@ -125,6 +125,39 @@ export function placeDomain(domain: string, answers: Presence[], unanswered: str
   return { ok: false, why: 'not-found', message: `domain ${domain} exists on none of the live hosts (${answers.map((a) => a.host).sort().join(', ')})`, definedOn };
 }
 
+/** A registry host as the fleetHosts activity returns it: judged at read time. */
+export interface JudgedHost {
+  host: string;
+  /** Asked where a VM runs (alive, or late but not draining). */
+  ask: boolean;
+  alive: boolean;
+  lost: boolean;
+}
+
+/**
+ * The hosts' answers, and the hosts whose silence leaves "not there" unsure. Only a lost host (a
+ * positive, long record of silence) is ruled out: one that is late, draining for a restart or not
+ * asked for being late may be where the VM runs, so a run looks again and fails retryable
+ * (DomainNotPlaced), never DomainNotFound, and a hand-off keeps looking. `aliveOnly` is the rule
+ * of histories before that (only an alive host's silence counted; unasked hosts were ignored).
+ */
+export function judgeAnswers(
+  hosts: readonly JudgedHost[],
+  asked: readonly (Presence | undefined)[],
+  aliveOnly = false,
+): { answers: Presence[]; unanswered: string[] } {
+  const answers: Presence[] = [];
+  const unanswered: string[] = [];
+  const queried = hosts.filter((h) => h.ask);
+  queried.forEach((h, i) => {
+    const a = asked[i];
+    if (a) answers.push(a);
+    else if (aliveOnly ? h.alive : !h.lost) unanswered.push(h.host);
+  });
+  if (!aliveOnly) for (const h of hosts) if (!h.ask && !h.lost) unanswered.push(h.host);
+  return { answers, unanswered };
+}
+
 /** Merges a beat into the registry's map; a beat older than the one held is ignored. */
 export function applyBeat(hosts: Record<string, FleetHost>, beat: HostBeat, seenAt: number): Record<string, FleetHost> {
   const prev = hosts[beat.host];

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { applyBeat, forgetStale, isAlive, isWorthAsking, placeDomain, ASK_LOST_FOR_MS, FORGET_AFTER_MS } from '../../src/model/fleet';
+import { applyBeat, forgetStale, isAlive, isWorthAsking, judgeAnswers, placeDomain, ASK_LOST_FOR_MS, FORGET_AFTER_MS } from '../../src/model/fleet';
 import type { HostBeat, Presence } from '../../src/model/fleet';
 
 const q = (h: string) => `vmsnap-${h}`;
@@ -29,6 +29,27 @@ describe('placeDomain: where a VM runs, from every live host’s answer', () => 
     expect(placeDomain('vm', [], ['b'])).toMatchObject({ ok: false, why: 'unanswered' });
     // …but an answer of "running" elsewhere is enough.
     expect(placeDomain('vm', [on('a', 'running')], ['b'])).toMatchObject({ ok: true, host: 'a' });
+  });
+});
+
+describe('judgeAnswers: whose silence leaves "not found" unsure', () => {
+  const host = (name: string, o: { ask?: boolean; alive?: boolean; lost?: boolean } = {}) => ({ host: name, ask: true, alive: true, lost: false, ...o });
+  // Seen in the chaos lane: hv-a's worker silent 25 s (late, not lost), g1 running there; hv-b
+  // said "not here", and the run failed DomainNotFound at once instead of looking again.
+  it('a late host (not alive, not lost) that does not answer: unsure, so placement is not "not found"', () => {
+    const j = judgeAnswers([host('a', { alive: false }), host('b')], [undefined, none('b')]);
+    expect(j).toEqual({ answers: [none('b')], unanswered: ['a'] });
+    expect(placeDomain('vm', j.answers, j.unanswered)).toMatchObject({ ok: false, why: 'unanswered' });
+  });
+  it('a host not asked (draining, or late past asking) but not lost: unsure too', () => {
+    expect(judgeAnswers([host('a', { ask: false, alive: false }), host('b')], [none('b')]).unanswered).toEqual(['a']);
+  });
+  it('a lost host is ruled out, asked or not; one that answers counts', () => {
+    expect(judgeAnswers([host('a', { alive: false, lost: true }), host('c', { ask: false, alive: false, lost: true }), host('b')], [undefined, none('b')])).toEqual({ answers: [none('b')], unanswered: [] });
+    expect(judgeAnswers([host('a', { alive: false, lost: true }), host('b')], [on('a', 'running'), none('b')]).answers).toEqual([on('a', 'running'), none('b')]);
+  });
+  it('the rule of older histories: only an alive host’s silence counted', () => {
+    expect(judgeAnswers([host('a', { alive: false }), host('c', { ask: false, alive: false }), host('b')], [undefined, none('b')], true).unanswered).toEqual([]);
   });
 });
 
