@@ -1,9 +1,10 @@
-import { isNotEmpty, openImage, removeImage } from '../ceph';
-import type { IoCtx } from '../ceph';
+import { openImage } from '../ceph';
+import type { IoCtx, OmapCliOptions } from '../ceph';
 import type { LibvirtClient } from '../libvirt';
 import { parseDomainXml } from '../libvirt';
 import { parseRbdSpec, rbdSpec } from '../model/restore-plan';
 import { RESTORE_META } from '../model/restore-point';
+import { removeUnlessHeld } from './guarded-removal';
 
 export interface ConfirmResult {
   removed: string[];
@@ -14,9 +15,16 @@ export interface ConfirmResult {
  * `vmsnap restore <domain> --confirm <restore id>`: removes the disks an in-place restore
  * replaced. Only a disk that the domain's current disks name as what they replaced, that is marked
  * as replaced by that very restore, and that the domain no longer uses; one with snapshots of its
- * own is kept and reported (never forced).
+ * own, or that anyone has open or locked (a VM on another host, a dead client's lock), is kept and
+ * reported (never forced), by the same guarded removal as the orphan reaper's.
  */
-export async function confirmRestore(lv: LibvirtClient, open: (pool: string) => Promise<IoCtx>, domain: string, workflowId: string): Promise<ConfirmResult> {
+export async function confirmRestore(
+  lv: LibvirtClient,
+  open: (pool: string) => Promise<IoCtx>,
+  cli: OmapCliOptions,
+  domain: string,
+  workflowId: string,
+): Promise<ConfirmResult> {
   const dom = await lv.lookupDomain(domain);
   const info = parseDomainXml(await lv.getDomainXml(dom, { inactive: true }));
   const inUse = new Set(info.disks.flatMap((d) => (d.rbd ? [`${d.rbd.pool}/${d.rbd.image}`] : [])));
@@ -32,14 +40,20 @@ export async function confirmRestore(lv: LibvirtClient, open: (pool: string) => 
       await img.close();
     }
     if (!previous) continue;
-    const why = await removeReplaced(open, parseRbdSpec(previous), workflowId, inUse);
+    const why = await removeReplaced(open, cli, parseRbdSpec(previous), workflowId, inUse);
     if (why) out.kept.push({ disk: previous, reason: why });
     else out.removed.push(previous);
   }
   return out;
 }
 
-async function removeReplaced(open: (pool: string) => Promise<IoCtx>, loc: { pool: string; image: string }, workflowId: string, inUse: Set<string>): Promise<string | undefined> {
+async function removeReplaced(
+  open: (pool: string) => Promise<IoCtx>,
+  cli: OmapCliOptions,
+  loc: { pool: string; image: string },
+  workflowId: string,
+  inUse: Set<string>,
+): Promise<string | undefined> {
   if (inUse.has(rbdSpec(loc))) return 'the domain still uses it';
   const io = await open(loc.pool);
   let img;
@@ -55,11 +69,5 @@ async function removeReplaced(open: (pool: string) => Promise<IoCtx>, loc: { poo
   } finally {
     await img.close();
   }
-  try {
-    await removeImage(io, loc.image);
-  } catch (err) {
-    if (isNotEmpty(err)) return 'has snapshots or clones';
-    throw err;
-  }
-  return undefined;
+  return removeUnlessHeld(cli, loc);
 }

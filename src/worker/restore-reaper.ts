@@ -1,4 +1,4 @@
-import { imageLockers, imageWatchers, isBusy, isNotEmpty, listImages, readImageIfExists, removeImageCli } from '../ceph';
+import { listImages, readImageIfExists } from '../ceph';
 import type { ImageLocation, IoCtx, OmapCliOptions } from '../ceph';
 import type { LibvirtClient } from '../libvirt';
 import { parseDomainXml } from '../libvirt';
@@ -6,6 +6,7 @@ import { restoreIdsOf, restoreLeftoverAction } from '../model/restore-leftovers'
 import type { RunStatus } from '../model/restore-leftovers';
 import type { RunScope } from '../model/identity';
 import { RESTORE_META } from '../model/restore-point';
+import { removeUnlessHeld } from '../restore/guarded-removal';
 
 export interface RestoreReapOptions {
   scope: RunScope;
@@ -30,12 +31,8 @@ export interface RestoreReapReport {
  * ended without completing and the disks completed in-place restores replaced once they are
  * `keepReplacedMs` old — only those this host made or replaced: every host reaps the shared
  * pools, but each sees only its own domains. The set of disks in use is read from every defined
- * domain's inactive and, when running, live XML just before the pools are listed. Then, right
- * before a removal, Ceph is asked who has the disk open (watchers) and who holds its lock (the
- * exclusive-lock owner, alive or dead; advisory lockers): anyone, or no answer, keeps it. The
- * removal is `rbd rm` in its own process, killed at 10 s: librbd breaks an owner's lock only
- * once that owner's watch has been gone ~30 s, so a removal that found no locker and cannot live
- * past 10 s never breaks one (src/ceph/rbd-status-cli.ts).
+ * domain's inactive and, when running, live XML just before the pools are listed; the removal
+ * itself keeps any disk Ceph says someone holds (src/restore/guarded-removal.ts).
  */
 export async function reapRestoreLeftovers(lv: LibvirtClient, o: RestoreReapOptions): Promise<RestoreReapReport> {
   const inUse = await disksInUse(lv);
@@ -60,7 +57,7 @@ export async function reapRestoreLeftovers(lv: LibvirtClient, o: RestoreReapOpti
         if (decision.action === 'leave') continue;
         const why = decision.action === 'remove-clone' ? `restore ${decision.workflowId} ${decision.status}` : `replaced by ${decision.workflowId} at ${decision.replacedAt}`;
         const loc: ImageLocation = { pool, image: name, ...(ns ? { namespace: ns } : {}) };
-        const refused = (await heldBy(o.cli, loc)) ?? (await removeIfUnused(o.cli, loc));
+        const refused = await removeUnlessHeld(o.cli, loc);
         if (refused) out.kept.push({ disk: spec, reason: `${why}; ${refused}` });
         else out.removed.push(`${spec} (${why})`);
       }
@@ -97,32 +94,4 @@ function poolsOf(specs: Set<string>): Map<string, Set<string>> {
 
 function metadataOf(io: IoCtx, name: string): Promise<Record<string, string> | null> {
   return readImageIfExists(io, name, (img) => img.listMetadata());
-}
-
-/** Why Ceph says the disk must stay (open, locked, or no answer); undefined when nobody holds it. */
-async function heldBy(cli: OmapCliOptions, loc: ImageLocation): Promise<string | undefined> {
-  try {
-    const watchers = await imageWatchers(cli, loc);
-    if (watchers.length) return `open by ${watchers.join(', ')} (watchers)`;
-    const lockers = await imageLockers(cli, loc);
-    if (lockers.length) return `locked by ${lockers.join(', ')}`;
-    return undefined;
-  } catch (err) {
-    return `cannot tell who holds it (${(err as Error).message})`;
-  }
-}
-
-/** Below librbd's ~30 s before it breaks the lock of an owner that stopped answering. */
-const REMOVE_BOUND_MS = 10_000;
-
-/** `rbd rm`, which also refuses an image with snapshots, clones or a watcher that appeared meanwhile. */
-async function removeIfUnused(cli: OmapCliOptions, loc: ImageLocation): Promise<string | undefined> {
-  try {
-    await removeImageCli({ ...cli, timeoutMs: Math.min(cli.timeoutMs ?? REMOVE_BOUND_MS, REMOVE_BOUND_MS) }, loc);
-    return undefined;
-  } catch (err) {
-    if (isNotEmpty(err)) return 'has snapshots or clones';
-    if (isBusy(err)) return 'opened meanwhile (watchers)';
-    return `not removed: ${(err as Error).message}`;
-  }
 }

@@ -75,3 +75,29 @@ export function blocklist(e: CephTestEnv): string[] {
   return out.split('\n').map((l) => l.trim().split(/\s+/)[0]!).filter((a) => a && a.includes(':')).sort();
 }
 
+
+/**
+ * A client that took the image's exclusive lock and died (SIGKILL) without releasing it, waited
+ * until its watch has expired (osd_client_watch_timeout, 30 s): the lock stays, nobody watches.
+ * Returns `rbd lock ls` as it then is (the dead owner's entry).
+ */
+export async function deadLockOwner(
+  dir: string,
+  e: CephTestEnv,
+  io: IoCtx,
+  image: string,
+  rbd: (...args: string[]) => Promise<string>,
+): Promise<{ id: string; locker: string; address: string }[]> {
+  const spec = io.namespace ? `${io.pool}/${io.namespace}/${image}` : `${io.pool}/${image}`;
+  const { proc } = await startHolder(dir, e, io, image);
+  const lockers = JSON.parse(await rbd('lock', 'ls', '--format', 'json', spec)) as { id: string; locker: string; address: string }[];
+  if (lockers.length !== 1) throw new Error(`the holder of ${spec} took no lock: ${JSON.stringify(lockers)}`);
+  proc.kill('SIGKILL');
+  const t0 = Date.now();
+  for (;;) {
+    const st = JSON.parse(await rbd('status', '--format', 'json', spec)) as { watchers: unknown[] };
+    if (!st.watchers.length) return lockers;
+    if (Date.now() - t0 > 90_000) throw new Error(`the dead holder’s watch on ${spec} did not expire in 90 s`);
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+}

@@ -10,7 +10,7 @@ import { CephView } from '../helpers/ceph-inspect';
 import { virsh } from '../helpers/guest';
 import { startHarness, uniqueId } from '../helpers/harness';
 import type { Harness } from '../helpers/harness';
-import { blocklist, startHolder } from '../helpers/lock-holder';
+import { blocklist, deadLockOwner } from '../helpers/lock-holder';
 
 /*
  * Issue 25 #5: every host reaps the shared VM pool, but each sees only its own domains. Two
@@ -101,18 +101,7 @@ describe('two hosts reap one pool', () => {
     const env = cephTestEnv();
     try {
       await leftoverOfA(disk, wf);
-      const { proc } = await startHolder(dir, env, await a.hw.deps.ioctx('vms'), disk);
-      const locker = JSON.parse(await ceph.rbd('lock', 'ls', '--format', 'json', `vms/${disk}`)) as { locker: string }[];
-      expect(locker).toHaveLength(1);
-      proc.kill('SIGKILL');
-      // Its watch expires (osd_client_watch_timeout, 30 s); its lock stays.
-      const t0 = Date.now();
-      for (;;) {
-        const st = JSON.parse(await ceph.rbd('status', '--format', 'json', `vms/${disk}`)) as { watchers: unknown[] };
-        if (!st.watchers.length) break;
-        if (Date.now() - t0 > 90_000) throw new Error('the dead holder’s watch did not expire in 90 s');
-        await new Promise((r) => setTimeout(r, 1000));
-      }
+      const locker = await deadLockOwner(dir, env, await a.hw.deps.ioctx('vms'), disk, (...x) => ceph.rbd(...x));
       const listedBefore = blocklist(env);
 
       const r = await reaperOf(a).sweep();

@@ -12,6 +12,13 @@ import { need } from '../../support/lab/env';
 import { agentAnswers, domState, inactiveXml, labGuestRecreate, probeLogOf, removeVm } from '../helpers/restore-lab';
 import { virsh } from '../helpers/guest';
 import { readTicks } from '../../support/lab/probe';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { cephTestEnv } from '../../support/ceph';
+import { deadLockOwner } from '../helpers/lock-holder';
+
+const tmp = mkdtempSync(path.join(os.tmpdir(), 'vmsnap-restore-'));
 
 let h: Harness;
 let ceph: CephView;
@@ -144,6 +151,17 @@ describe('restore on the lab', () => {
       // Kept, and marked.
       expect(await ceph.images('vms')).toContain(`${g1}-vdb`);
       expect((await ceph.meta('vms', `${g1}-vdb`))['vmsnap.restore.replaced-by']).toBe(id);
+
+      // A client that opened the replaced disk and died holding its lock: --confirm keeps it and
+      // leaves the lock (librbd's own removal used to break it and remove the disk).
+      const dead = await deadLockOwner(tmp, cephTestEnv(), await h.hw.deps.ioctx('vms'), `${g1}-vdb`, (...x) => ceph.rbd(...x));
+      const held = await vmsnapCli(['restore', g1, '--confirm', id, '--json'], env);
+      expect(held.code, held.stderr + held.stdout).toBe(1);
+      expect(json<{ kept: unknown[] }>(held).kept).toEqual([{ disk: `vms/${g1}-vdb`, reason: expect.stringContaining(`locked by ${dead[0]!.locker}`) }]);
+      expect(await ceph.images('vms')).toContain(`${g1}-vdb`);
+      expect(JSON.parse(await ceph.rbd('lock', 'ls', '--format', 'json', `vms/${g1}-vdb`))).toEqual(dead);
+      // The operator breaks the dead client's lock; then --confirm removes the disk.
+      await ceph.rbd('lock', 'rm', `vms/${g1}-vdb`, dead[0]!.id, dead[0]!.locker);
 
       const c = await vmsnapCli(['restore', g1, '--confirm', id, '--json'], env);
       expect(c.code, c.stderr + c.stdout).toBe(0);

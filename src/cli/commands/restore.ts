@@ -134,7 +134,7 @@ async function confirm(domain: string, workflowId: string, config: ReturnType<ty
   const lv = await connectLibvirt(config.libvirt.uri);
   try {
     const out = await withCeph(config, (open) =>
-      confirmRestore(lv, open, restored.domain.uuid, workflowId).catch((err: Error) => {
+      confirmRestore(lv, open, { ...config.ceph, timeoutMs: 10_000 }, restored.domain.uuid, workflowId).catch((err: Error) => {
         throw new CliError(`confirm ${workflowId} on ${domain}: ${err.message}`, Exit.badInput);
       }),
     );
