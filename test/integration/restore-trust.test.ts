@@ -9,6 +9,8 @@ import { CephView } from '../helpers/ceph-inspect';
 import { cliEnv, json, vmsnapCli } from '../helpers/cli';
 import { ensureThawed, virsh } from '../helpers/guest';
 import { startHarness, uniqueId } from '../helpers/harness';
+import { WorkerProcess } from '../helpers/worker-process';
+import { failureOf } from '../helpers/failure-of';
 import type { Harness } from '../helpers/harness';
 
 /*
@@ -100,6 +102,32 @@ describe('restore --as trusts a record only if vmsnap wrote it', () => {
       await refused('DefinitionRefused', /a host device \(<hostdev>\)/);
     } finally {
       await plant(genuine);
+    }
+  }, 600_000);
+
+  it('a record changed after planning (the disks already cloned): the define step reads it again and refuses it, and the clones are removed', async () => {
+    const w = new WorkerProcess(h.vars, `trust-late-${Date.now().toString(36)}`);
+    // A stall after the clone, long enough to change the record before the define step reads it.
+    await w.start({ points: ['restore:after-clone'], pauseMs: 10_000 });
+    const name = uniqueId('vmsnap-late');
+    const vmsBefore = await ceph.images('vms');
+    try {
+      const run = h.client.workflow.execute('restoreVm', {
+        taskQueue: w.taskQueue,
+        workflowId: uniqueId('restore-late'),
+        args: [{ domain: g1, from: snap.workflowId, as: name }],
+      });
+      run.catch(() => undefined); // awaited below, after the record is changed
+      await w.reached('restore:after-clone', 120_000);
+      const p = record();
+      await plant(JSON.stringify({ ...p, domainXml: withDevice(p.domainXml, SHADOW) }));
+      const f = await failureOf(run);
+      expect(f).toMatchObject({ type: 'RestoreRecordUntrusted', message: expect.stringMatching(/does not match its contents/) });
+      expect(await virsh(h.vars, 'domstate', name).catch(() => 'absent')).toBe('absent');
+      expect(await ceph.images('vms')).toEqual(vmsBefore);
+    } finally {
+      await plant(genuine);
+      await w.stop();
     }
   }, 600_000);
 
