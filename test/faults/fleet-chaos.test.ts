@@ -117,9 +117,11 @@ interface Row {
 const rows: Row[] = [];
 
 beforeAll(async () => {
+  console.log(`[fleet-chaos] seed ${firstSeed}, ${RUNS} run(s)`);
   client = new Client({ connection: await Connection.connect({ address: need(vars, 'TEMPORAL_ADDRESS') }) });
   workers.a = worker('a');
   workers.b = worker('b');
+  console.log(`[fleet-chaos] worker logs: ${workers.a.stateDir}/worker.log, ${workers.b.stateDir}/worker.log`);
   await workers.a.start();
   await workers.b.start();
   if ((await runsOn()) !== 'a') await run('bash', [path.join(ROOT, 'lab/migrate.sh'), g1, 'a'], 180_000);
@@ -168,6 +170,11 @@ describe('chaos on the two-host lab', () => {
       if ((await freezeStatus(where).catch(() => 'unknown')) !== 'thawed') violations.push(`not thawed on hv-${where}`);
       if ((await ceph.obligationKeys()).length) violations.push('an obligation is still open');
       for (const h of ['a', 'b'] as const) if (journal(h).length) violations.push(`hv-${h}'s journal holds ${journal(h).join(',')}`);
+      for (const h of ['a', 'b'] as const) {
+        violations.push(...workers[h].unexpectedExits.splice(0));
+        // The next run starts with both workers, as a supervisor would restart a crashed one.
+        if (!workers[h].running) await workers[h].start();
+      }
       const gap = longestGap(await readTicks(g1, since - 2000), since, Date.now());
       if ((gap?.ms ?? 0) > DEADLINE_MS + 2000) violations.push(`probe stalled ${gap?.ms} ms`);
       if (result) {
@@ -189,7 +196,10 @@ describe('chaos on the two-host lab', () => {
         }
         if (left.length) violations.push(`stray snapshots on ${m[2]}/${m[3]}: ${left.join(',')}`);
       }
-      rows.push({ run: i, action: did, atMs, outcome, quiesced: result ? String(result.quiesced) : '-', stallMs: gap?.ms ?? 0, violations });
+      const row = { run: i, action: did, atMs, outcome, quiesced: result ? String(result.quiesced) : '-', stallMs: gap?.ms ?? 0, violations };
+      rows.push(row);
+      // A long extended run is read while it runs (and survives a killed run): one line per row now.
+      console.log(`[fleet-chaos] ${JSON.stringify(row)}`);
       await client.workflow.getHandle(id).terminate('chaos run ended').catch(() => undefined);
       await ceph.removeResultImages(result);
       expect(violations, `${did} at ${atMs} ms → ${outcome}`).toEqual([]);

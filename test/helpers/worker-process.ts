@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { need } from '../../support/lab/env';
@@ -17,6 +17,9 @@ export class WorkerProcess {
   private proc?: ChildProcess;
   private exited?: Promise<void>;
   readonly logs: string[] = [];
+  /** Exits the test did not ask for (a crash): code or signal, and the log tail, newest last. */
+  readonly unexpectedExits: string[] = [];
+  private stopping = false;
   /** When the process was spawned, and when it printed its first line (the worker is starting). */
   spawnedAt = 0;
   firstLogAt = 0;
@@ -28,6 +31,10 @@ export class WorkerProcess {
     private readonly extraEnv: Record<string, string> = {},
   ) {
     mkdirSync(this.faultDir, { recursive: true });
+  }
+
+  get running(): boolean {
+    return !!this.proc && this.proc.exitCode === null && this.proc.signalCode === null;
   }
 
   get pid(): number | undefined {
@@ -63,15 +70,28 @@ export class WorkerProcess {
     };
     this.spawnedAt = Date.now();
     this.firstLogAt = 0;
+    appendFileSync(path.join(this.stateDir, 'worker.log'), `--- start ${new Date().toISOString()}\n`);
     const proc = spawn(process.execPath, [path.join(ROOT, 'bin/vmsnap.js'), 'worker'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     this.proc = proc;
-    this.exited = new Promise((r) => proc.once('exit', () => r()));
+    this.stopping = false;
+    this.exited = new Promise((r) =>
+      proc.once('exit', (code, signal) => {
+        if (!this.stopping) {
+          const why = `worker ${this.host} (pid ${proc.pid}) exited on its own: ${signal ?? `code ${code}`}`;
+          this.unexpectedExits.push(why);
+          console.error(`${why} (log: ${path.join(this.stateDir, 'worker.log')})\n${this.logs.join('').slice(-4000)}`);
+        }
+        r();
+      }),
+    );
     let started!: () => void;
     const ready = new Promise<void>((r) => (started = r));
     const onData = (b: Buffer) => {
       const text = b.toString();
       this.firstLogAt ||= Date.now();
       this.logs.push(text);
+      // Kept on disk across restarts: the post-mortem of a worker that died inside a long run.
+      appendFileSync(path.join(this.stateDir, 'worker.log'), text);
       if (this.logs.join('').includes(readyText)) started();
     };
     proc.stdout!.on('data', onData);
@@ -95,12 +115,14 @@ export class WorkerProcess {
 
   /** SIGKILL: no shutdown hooks, no compensation, like a host crash of the process. */
   async kill(): Promise<void> {
+    this.stopping = true;
     this.proc?.kill('SIGKILL');
     await this.exited;
   }
 
   async stop(): Promise<void> {
     if (!this.proc || this.proc.exitCode !== null) return;
+    this.stopping = true;
     this.proc.kill('SIGTERM');
     await Promise.race([this.exited, sleep(40_000).then(() => this.kill())]);
   }

@@ -19,6 +19,7 @@ import { startHarness, uniqueId } from '../helpers/harness';
 import type { Harness } from '../helpers/harness';
 import { quiescedTruthViolations } from '../helpers/truth';
 import { WorkerProcess } from '../helpers/worker-process';
+import { until } from '../helpers/until';
 
 /*
  * The fleet across live migrations, on the lab's two hypervisor hosts (lab/libvirt.sh): a worker
@@ -85,16 +86,6 @@ async function fleet(): Promise<FleetHost[]> {
   return client.workflow.getHandle(FLEET_REGISTRY_ID).query<FleetHost[]>('fleet');
 }
 
-async function until<T>(what: string, probe: () => Promise<T | undefined>, ms: number): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await probe().catch(() => undefined);
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 /** The phase of the run on the VM's host (the router's child), once it has one. */
 async function childPhase(routerId: string): Promise<string | undefined> {
   const p = await client.workflow.getHandle(routerId).query(progressQuery);
@@ -126,7 +117,7 @@ beforeAll(async () => {
   hA = await startHarness({ host: hosts.a.name, labHost: 'a', config });
   hB = await startHarness({ host: hosts.b.name, labHost: 'b', config });
   client = hA.client;
-  await until('both hosts in the registry', async () => (await fleet()).filter((h) => h.host === hosts.a.name || h.host === hosts.b.name).length === 2 || undefined, 20_000);
+  await until('both hosts in the registry', async () => (await fleet()).filter((h) => h.host === hosts.a.name || h.host === hosts.b.name).length === 2 || undefined, 20_000, 100);
 });
 
 afterAll(async () => {
@@ -175,7 +166,7 @@ describe('migrations at chosen points of a run', () => {
     try {
       const handle = await client.workflow.start('consistentSnapshot', { taskQueue: FLEET_TASK_QUEUE, workflowId: id, args: [{ domain: g1, ...WINDOW, quiesce: 'require' }] });
       // The child on A has inspected and locked, and now waits for the slot.
-      await until('the run on host A to wait for its slot', async () => ((await childPhase(id)) === 'lock' ? true : undefined), 60_000);
+      await until('the run on host A to wait for its slot', async () => ((await childPhase(id)) === 'lock' ? true : undefined), 60_000, 100);
       await new Promise((r) => setTimeout(r, 1500));
       await migrate(g1, 'b');
       await blocker.signal('release');
@@ -203,7 +194,7 @@ describe('migrations at chosen points of a run', () => {
       const handle = await client.workflow.start('consistentSnapshot', { taskQueue: FLEET_TASK_QUEUE, workflowId: id, args: [{ domain: g1, ...WINDOW, quiesce: 'prefer' }] });
       // The window runs as local activities inside one workflow task, so no query sees it: the
       // freeze journal entry host A writes just before the freeze call does.
-      await until('the freeze to start on host A', async () => ((await hA.hw.deps.guard.entries()).length ? true : undefined), 60_000);
+      await until('the freeze to start on host A', async () => ((await hA.hw.deps.guard.entries()).length ? true : undefined), 60_000, 100);
       await migrate(g1, 'b');
       result = (await handle.result()) as SnapshotResult;
       await expectPromisesKept(g1, result, from, Date.now());
@@ -233,7 +224,7 @@ describe('migrations at chosen points of a run', () => {
     let result: SnapshotResult | undefined;
     try {
       const handle = await client.workflow.start('consistentSnapshot', { taskQueue: FLEET_TASK_QUEUE, workflowId: id, args: [{ domain: g1, ...WINDOW, quiesce: 'prefer' }] });
-      await until('the guest frozen on host A', async () => (existsSync(path.join(faultDir, 'freeze_after')) ? true : undefined), 60_000);
+      await until('the guest frozen on host A', async () => (existsSync(path.join(faultDir, 'freeze_after')) ? true : undefined), 60_000, 100);
       delete process.env.VMSNAP_FAULT_POINTS; // one stall only (host B's worker shares this process)
       await migrate(g1, 'b');
       result = (await handle.result()) as SnapshotResult;
@@ -256,7 +247,7 @@ describe('migrations at chosen points of a run', () => {
       const phase = await until('the copy', async () => {
         const p = (await childPhase(id)) ?? '';
         return ['clone', 'flatten', 'finalize'].includes(p) ? p : undefined;
-      }, 60_000);
+      }, 60_000, 100);
       await migrate(g3, 'b');
       result = (await handle.result()) as SnapshotResult;
       expect(result.host, `moved during ${phase}; relocations ${JSON.stringify(result.relocations)}`).toBe(hosts.a.name);
@@ -283,10 +274,10 @@ describe('a schedule by VM name across a live migration', () => {
       return out;
     };
     try {
-      await until('a first scheduled run to complete', async () => ((await runsOf()).some((w) => w.status === 'COMPLETED') ? true : undefined), 90_000);
+      await until('a first scheduled run to complete', async () => ((await runsOf()).some((w) => w.status === 'COMPLETED') ? true : undefined), 90_000, 100);
       await migrate(g4, 'a');
       const movedAt = Date.now();
-      await until('two more runs after the move', async () => ((await runsOf()).filter((w) => w.status === 'COMPLETED').length >= 3 ? true : undefined), 120_000);
+      await until('two more runs after the move', async () => ((await runsOf()).filter((w) => w.status === 'COMPLETED').length >= 3 ? true : undefined), 120_000, 100);
       await client.schedule.getHandle(id).pause('test done');
       const runs = await runsOf();
       expect(runs.filter((w) => w.status !== 'COMPLETED' && w.status !== 'RUNNING'), JSON.stringify(runs)).toEqual([]);
@@ -317,7 +308,7 @@ describe('a host that disappears', () => {
     await w.start({ points: ['flatten:progress'], pauseMs: 600_000 });
     const id = uniqueId('fm-lost');
     try {
-      await until('host B back in the registry', async () => ((await fleet()).some((h) => h.host === hosts.b.name && h.identity.endsWith(`/${w.pid}`)) ? true : undefined), 20_000);
+      await until('host B back in the registry', async () => ((await fleet()).some((h) => h.host === hosts.b.name && h.identity.endsWith(`/${w.pid}`)) ? true : undefined), 20_000, 100);
       const handle = await client.workflow.start('consistentSnapshot', { taskQueue: FLEET_TASK_QUEUE, workflowId: id, args: [{ domain: g4, quiesce: 'require' }] });
       await w.reached('flatten:progress');
       await w.kill();
@@ -338,7 +329,7 @@ describe('a host that disappears', () => {
     // The previous cell left host B without a worker (lost to the fleet after 3 missed beats);
     // the VM is brought up on A, as an operator evacuating a dead host would (a paused move: the
     // VM is not running in between, as in a restart; the live case has its own cells above).
-    await until('host B lost to the fleet', async () => ((await fleet()).some((h) => h.host === hosts.b.name && !isAlive(h, Date.now())) ? true : undefined), 30_000);
+    await until('host B lost to the fleet', async () => ((await fleet()).some((h) => h.host === hosts.b.name && !isAlive(h, Date.now())) ? true : undefined), 30_000, 100);
     await migrate(g4, 'a', { paused: true });
     const id = uniqueId('fm-evac');
     const r = await vmsnapCli(['schedule', 'create', id, '--domain', g4, '--every', '20s', '--quiesce', 'require', '--json'], cliEnv(vars));
@@ -350,7 +341,7 @@ describe('a host that disappears', () => {
           if (!w.workflowId.includes('.on.') && w.status.name !== 'RUNNING') return w;
         }
         return undefined;
-      }, 90_000);
+      }, 90_000, 100);
       await client.schedule.getHandle(id).pause('test done');
       // A run that failed is a broken promise here, not something to wait out.
       expect(ended.status.name, ended.workflowId).toBe('COMPLETED');

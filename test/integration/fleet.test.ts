@@ -9,6 +9,7 @@ import { cliEnv, json, vmsnapCli } from '../helpers/cli';
 import { failureOf } from '../helpers/failure-of';
 import { freezeStatus } from '../helpers/guest';
 import { need } from '../../support/lab/env';
+import { until } from '../helpers/until';
 
 /*
  * Runs started by VM name, on the fleet queue, against the real lab: the registry learns the host
@@ -26,21 +27,12 @@ beforeAll(async () => {
   ceph = new CephView(h.vars);
   g1 = need(h.vars, 'VMSNAP_GUEST_1DISK');
   g3 = need(h.vars, 'VMSNAP_GUEST_3DISK');
-  await until(async () => (await fleet()).some((x) => x.host === h.config.host && x.domains.some((d) => d.name === g1)), 15_000);
+  await until(`${h.config.host} in the registry with ${g1}`, async () => (await fleet()).some((x) => x.host === h.config.host && x.domains.some((d) => d.name === g1)), 15_000, 250);
 });
 afterAll(async () => h?.stop());
 
 async function fleet(): Promise<FleetHost[]> {
   return h.client.workflow.getHandle(FLEET_REGISTRY_ID).query<FleetHost[]>('fleet');
-}
-
-async function until(ok: () => Promise<boolean>, ms: number): Promise<void> {
-  const end = Date.now() + ms;
-  for (;;) {
-    if (await ok().catch(() => false)) return;
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 250));
-  }
 }
 
 describe('the fleet registry', () => {

@@ -15,6 +15,7 @@ import { startHarness, uniqueId } from '../helpers/harness';
 import type { Harness } from '../helpers/harness';
 import { labGuestRecreate } from '../helpers/restore-lab';
 import { quiescedTruthViolations } from '../helpers/truth';
+import { until } from '../helpers/until';
 
 /*
  * Restore in the fleet (issue 25 #7), on the lab's two hypervisor hosts: the VM is found by UUID
@@ -40,16 +41,6 @@ const state = (host: LabHostEnv, domain: string) => virsh(host, 'domstate', doma
 
 /** The CLI as an operator runs it on a host: that host's libvirtd, its host id. */
 const cliOn = (host: LabHostEnv) => cliEnv(vars, { VMSNAP_HOST: host.name, VMSNAP_LIBVIRT_URI: host.libvirt.uri });
-
-async function until<T>(what: string, probe: () => Promise<T | undefined | false>, ms: number): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await probe().catch(() => undefined);
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 /** The guest's definition back as lab:up made it, on hv-b, if a cell (or old code) changed it. */
 async function g4AsBefore(disk: string): Promise<void> {
