@@ -7,14 +7,13 @@ import type { SnapshotInput, SnapshotRequest } from '../src/model/input';
 import { SA } from '../src/model/search-attributes';
 import type { SnapshotResult } from '../src/model/types';
 import { failureType, messageOf } from './capture';
-import { fleetOps, locate } from './locate';
+import { unwrapChild } from './child-failure';
+import { fleetOps, locate, lookUntilSure } from './locate';
 import { Progress } from './progress';
 import { handOffFreeze } from './hand-off';
 
 /** The first check of a run's host still beating; then every LOST_AFTER_INTERVALS of its beats. */
 const HOST_WATCH_MS = 30_000;
-/** Extra looks (2 s apart) when the placement is unsure, before DomainNotPlaced. */
-const LOCATE_RETRIES = 5;
 
 /**
  * A run started by VM name on the fleet queue. It locates the VM (every live host asked), then
@@ -32,13 +31,8 @@ export async function routeSnapshot(input: SnapshotInput, request: SnapshotReque
   const moves: Relocation[] = [];
   for (let hop = 0; hop <= MAX_RELOCATIONS; hop++) {
     progress.phase('locate');
-    let at = await locate(input.domain);
-    // Unsure (a host did not answer, two said running, none known yet): look again for a while
-    // before failing; a definite "not there" fails at once.
-    for (let again = 0; !at.ok && (at.why === 'unanswered' || at.why === 'ambiguous' || at.why === 'no-hosts') && again < LOCATE_RETRIES; again++) {
-      await sleep(2000);
-      at = await locate(input.domain);
-    }
+    // A definite "not there" fails at once; an unsure placement is looked at again for a while.
+    const at = await lookUntilSure(() => locate(input.domain), (p) => !p.ok && (p.why === 'unanswered' || p.why === 'ambiguous' || p.why === 'no-hosts'));
     if (!at.ok) {
       if (at.why === 'not-found') throw ApplicationFailure.nonRetryable(at.message, FailureType.DomainNotFound);
       if (at.why === 'not-running') throw ApplicationFailure.nonRetryable(at.message, FailureType.DomainNotRunning);
@@ -76,12 +70,6 @@ export async function routeSnapshot(input: SnapshotInput, request: SnapshotReque
     `${input.domain} moved ${moves.length} times during this run (${moves.map((m) => m.from).join(' → ')}); giving up for now`,
     FailureType.DomainKeepsMoving,
   );
-}
-
-/** The child's own failure, so a caller sees the same failure type as from a per-host run. */
-function unwrapChild(err: unknown): unknown {
-  if (err instanceof ChildWorkflowFailure && err.cause instanceof ApplicationFailure) return err.cause;
-  return err;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { patched, proxyActivities } from '@temporalio/workflow';
+import { patched, proxyActivities, sleep } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { FLEET_TASK_QUEUE, judgeAnswers, placeDomain } from '../src/model/fleet';
 import type { Placement, Presence } from '../src/model/fleet';
@@ -23,6 +23,22 @@ const presenceOn = (taskQueue: string) =>
 export async function locate(domain: string): Promise<Placement> {
   const { answers, unanswered } = await askHosts(domain);
   return placeDomain(domain, answers, unanswered);
+}
+
+/** Extra looks (2 s apart) while a placement is unsure, before a router gives up. */
+const LOOK_RETRIES = 5;
+
+/**
+ * Asks again, 2 s apart and at most LOOK_RETRIES more times, while the answer is unsure (a host
+ * did not answer, two said running, none known yet): both routers' patience, written once.
+ */
+export async function lookUntilSure<P>(look: () => Promise<P>, unsure: (p: P) => boolean): Promise<P> {
+  let p = await look();
+  for (let again = 0; unsure(p) && again < LOOK_RETRIES; again++) {
+    await sleep(2000);
+    p = await look();
+  }
+  return p;
 }
 
 /** Every host worth asking (not draining) answers whether it has the domain (a name or a UUID). */

@@ -1,16 +1,14 @@
-import { ApplicationFailure, ChildWorkflowFailure } from '@temporalio/common';
-import { proxyActivities, sleep, startChild, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure } from '@temporalio/common';
+import { proxyActivities, startChild, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { FLEET_TASK_QUEUE } from '../src/model/fleet';
 import type { RestoreInput } from '../src/model/restore-input';
 import { placeRestore } from '../src/model/restore-placement';
 import type { RestoreResult } from '../src/model/restore-point';
 import { SA } from '../src/model/search-attributes';
-import { askHosts } from './locate';
+import { unwrapChild } from './child-failure';
+import { askHosts, lookUntilSure } from './locate';
 import { Progress } from './progress';
-
-/** Extra looks (2 s apart) while a live host does not answer, before DomainNotPlaced. */
-const PLACE_RETRIES = 5;
 
 /** Reading the catalog from Ceph: any worker of the fleet queue. */
 const catalogOps = () =>
@@ -33,11 +31,7 @@ export async function routeRestore(input: RestoreInput): Promise<RestoreResult> 
   progress.phase('plan');
   const source = await catalogOps().restoreSource.executeWithOptions({ summary: `which image set of ${input.domain} (${input.from})` }, [{ input }]);
   const where = { uuid: source.domain.uuid, name: source.domain.name, mode: input.as ? ('as' as const) : ('in-place' as const), stop: input.stop, ...(input.host ? { host: input.host } : {}) };
-  let placed = placeRestore(where, ...(await asked(source.domain.uuid)));
-  for (let again = 0; !placed.ok && placed.retry && again < PLACE_RETRIES; again++) {
-    await sleep(2000);
-    placed = placeRestore(where, ...(await asked(source.domain.uuid)));
-  }
+  const placed = await lookUntilSure(async () => placeRestore(where, ...(await asked(source.domain.uuid))), (p) => !p.ok && p.retry);
   if (!placed.ok) {
     if (placed.retry) throw ApplicationFailure.retryable(placed.message, placed.type);
     throw ApplicationFailure.nonRetryable(placed.message, placed.type);
@@ -59,9 +53,7 @@ export async function routeRestore(input: RestoreInput): Promise<RestoreResult> 
   } catch (err) {
     progress.phase('failed');
     upsertSearchAttributes([{ key: SA.result, value: 'failed' }]);
-    // The child's own failure, so a caller sees the same type as from a restore on a host queue.
-    if (err instanceof ChildWorkflowFailure && err.cause instanceof ApplicationFailure) throw err.cause;
-    throw err;
+    throw unwrapChild(err);
   }
 }
 
