@@ -35,6 +35,8 @@ const ceph = new CephView(vars);
 let client: Client;
 let seed = Number(process.env.VMSNAP_CHAOS_SEED ?? Date.now() % 100_000);
 const firstSeed = seed;
+/** Faults are drawn in 0..windowMs after the start (set from a run without a fault). */
+let windowMs = 20_000;
 
 /** mulberry32: a repeatable sequence from VMSNAP_CHAOS_SEED. */
 function random(): number {
@@ -109,6 +111,8 @@ interface Row {
   run: number;
   action: string;
   atMs: number;
+  /** The fault began before the run closed. */
+  inRun: boolean;
   outcome: string;
   quiesced: string;
   stallMs: number;
@@ -125,11 +129,22 @@ beforeAll(async () => {
   await workers.a.start();
   await workers.b.start();
   if ((await runsOn()) !== 'a') await run('bash', [path.join(ROOT, 'lab/migrate.sh'), g1, 'a'], 180_000);
+  // One run without a fault says how long a run lasts here: faults are drawn inside that span
+  // (plus a fifth), so they land in the run — its freeze window, copy, or finish — not after it.
+  const t0 = Date.now();
+  const baseline = (await client.workflow.execute('consistentSnapshot', {
+    taskQueue: FLEET_TASK_QUEUE,
+    workflowId: uniqueId('chaos-baseline'),
+    args: [{ domain: g1, freezeDeadlineMs: DEADLINE_MS, agentTimeoutSec: 5, quiesce: 'prefer' }],
+  })) as SnapshotResult;
+  windowMs = Math.max(2000, Math.round((Date.now() - t0) * 1.2));
+  await ceph.removeResultImages(baseline);
+  console.log(`[fleet-chaos] a run without a fault took ${Date.now() - t0} ms: faults at 0–${windowMs} ms`);
 }, 300_000);
 
 afterAll(async () => {
-  console.log(`[fleet-chaos] seed ${firstSeed}, ${rows.length} run(s)\n| run | action | at (ms) | outcome | quiesced | longest stall (ms) | invariants |\n|---|---|---|---|---|---|---|`);
-  for (const r of rows) console.log(`| ${r.run} | ${r.action} | ${r.atMs} | ${r.outcome} | ${r.quiesced} | ${r.stallMs} | ${r.violations.length ? r.violations.join('; ') : 'kept'} |`);
+  console.log(`[fleet-chaos] seed ${firstSeed}, ${rows.length} run(s)\n| run | action | at (ms) | in the run | outcome | quiesced | longest stall (ms) | invariants |\n|---|---|---|---|---|---|---|---|`);
+  for (const r of rows) console.log(`| ${r.run} | ${r.action} | ${r.atMs} | ${r.inRun ? 'yes' : 'no'} | ${r.outcome} | ${r.quiesced} | ${r.stallMs} | ${r.violations.length ? r.violations.join('; ') : 'kept'} |`);
   await workers.a?.stop();
   await workers.b?.stop();
   await client?.connection.close();
@@ -139,7 +154,7 @@ describe('chaos on the two-host lab', () => {
   for (let i = 1; i <= RUNS; i++) {
     it(`run ${i}/${RUNS}: the promises hold after a random fault at a random moment`, async () => {
       const action = pick(ACTIONS);
-      const atMs = Math.round(random() * 20_000);
+      const atMs = Math.round(random() * windowMs);
       const since = Date.now();
       const id = uniqueId('chaos');
       const handle = await client.workflow.start('consistentSnapshot', {
@@ -149,6 +164,7 @@ describe('chaos on the two-host lab', () => {
         workflowExecutionTimeout: '10m',
       });
       await sleep(atMs);
+      const faultAt = Date.now();
       const did = await act(action);
       let result: SnapshotResult | undefined;
       let outcome: string;
@@ -196,7 +212,9 @@ describe('chaos on the two-host lab', () => {
         }
         if (left.length) violations.push(`stray snapshots on ${m[2]}/${m[3]}: ${left.join(',')}`);
       }
-      const row = { run: i, action: did, atMs, outcome, quiesced: result ? String(result.quiesced) : '-', stallMs: gap?.ms ?? 0, violations };
+      const closedAt = (await client.workflow.getHandle(id).describe().catch(() => undefined))?.closeTime?.getTime();
+      const inRun = closedAt === undefined || closedAt > faultAt;
+      const row = { run: i, action: did, atMs, inRun, outcome, quiesced: result ? String(result.quiesced) : '-', stallMs: gap?.ms ?? 0, violations };
       rows.push(row);
       // A long extended run is read while it runs (and survives a killed run): one line per row now.
       console.log(`[fleet-chaos] ${JSON.stringify(row)}`);
