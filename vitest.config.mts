@@ -22,6 +22,7 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
+          setupFiles: ['test/setup/retire-hosts.ts'],
           testTimeout: 180_000,
           hookTimeout: 180_000,
           fileParallelism: false,
@@ -32,6 +33,7 @@ export default defineConfig({
         test: {
           name: 'faults',
           include: ['test/faults/**/*.test.ts'],
+          setupFiles: ['test/setup/retire-hosts.ts'],
           testTimeout: 300_000,
           hookTimeout: 300_000,
           fileParallelism: false,

@@ -63,7 +63,7 @@ async function main(): Promise<number> {
     }
     return 0;
   } finally {
-    worker.shutdown();
+    worker.shutdown({ retire: true });
     await running;
     await client.connection.close();
   }

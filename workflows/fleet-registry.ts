@@ -1,10 +1,12 @@
 import { condition, continueAsNew, defineQuery, defineSignal, patched, setHandler, workflowInfo } from '@temporalio/workflow';
-import { applyBeat, applyDrain, forgetStale } from '../src/model/fleet';
+import { applyBeat, applyDrain, applyRetire, forgetStale } from '../src/model/fleet';
 import type { FleetHost, HostBeat } from '../src/model/fleet';
 
 export const hostBeatSignal = defineSignal<[HostBeat]>('hostBeat');
-/** A worker shutting down cleanly: its host drains ("back soon"), it is not gone. */
-export const hostLeftSignal = defineSignal<[{ host: string; identity: string }]>('hostLeft');
+/** A worker shutting down cleanly: its host drains ("back soon"), or with `forGood` is retired. */
+export const hostLeftSignal = defineSignal<[{ host: string; identity: string; forGood?: boolean }]>('hostLeft');
+/** An operator retiring a host whose worker is gone (`vmsnap fleet forget`); ignored while it beats. */
+export const hostForgottenSignal = defineSignal<[{ host: string }]>('hostForgotten');
 /** Every host the registry heard of in the last day, with its last beat and when it came. */
 export const fleetQuery = defineQuery<FleetHost[]>('fleet');
 
@@ -19,8 +21,11 @@ export async function fleetRegistry(state: { hosts?: Record<string, FleetHost> }
   setHandler(hostBeatSignal, (beat) => {
     hosts = applyBeat(hosts, beat, Date.now());
   });
-  setHandler(hostLeftSignal, ({ host, identity }) => {
-    hosts = applyDrain(hosts, host, identity, Date.now());
+  setHandler(hostLeftSignal, ({ host, identity, forGood }) => {
+    hosts = forGood ? applyRetire(hosts, host, { identity }) : applyDrain(hosts, host, identity, Date.now());
+  });
+  setHandler(hostForgottenSignal, ({ host }) => {
+    hosts = applyRetire(hosts, host, { now: Date.now() });
   });
   setHandler(fleetQuery, () => Object.values(hosts).sort((a, b) => a.host.localeCompare(b.host)));
   // A beat is one signal event: history grows without bound unless the registry starts over,

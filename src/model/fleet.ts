@@ -37,6 +37,11 @@ export interface FleetHost extends HostBeat {
   drainingSince?: number;
 }
 
+/** A worker's identity (Temporal's, and the registry's test of "the worker that beat last"). */
+export function workerIdentity(host: string, pid: number): string {
+  return `vmsnap@${host}/${pid}`;
+}
+
 /** A host is no longer asked where a VM runs after this many of its own intervals without a beat. */
 export const LOST_AFTER_INTERVALS = 3;
 
@@ -58,6 +63,19 @@ export function isLost(h: Pick<FleetHost, 'seenAt'> & { lostAfterMs?: number; dr
   return now - h.seenAt > (h.drainingSince !== undefined ? 3 * after : after);
 }
 
+/**
+ * One word for an operator (doctor, `vmsnap fleet hosts`): alive (beating); draining (its worker
+ * stopped cleanly, "back soon"); late (beats missing, not yet lost); lost. Only a lost host's
+ * silence rules it out as where a VM runs; a draining or late one leaves "not running" unsure.
+ */
+export type HostState = 'alive' | 'draining' | 'late' | 'lost';
+
+export function hostState(h: Pick<FleetHost, 'seenAt' | 'intervalMs'> & { lostAfterMs?: number; drainingSince?: number }, now: number): HostState {
+  if (isLost(h, now)) return 'lost';
+  if (h.drainingSince !== undefined) return 'draining';
+  return isAlive(h, now) ? 'alive' : 'late';
+}
+
 /** How often a router looks at its run's host: sooner than a quarter of the threshold is waste. */
 export function hostWatchMs(h: { lostAfterMs?: number } | undefined): number {
   return Math.max(3000, Math.min(60_000, Math.floor((h?.lostAfterMs ?? DEFAULT_HOST_LOST_AFTER_MS) / 4)));
@@ -69,6 +87,23 @@ export function applyDrain(hosts: Record<string, FleetHost>, host: string, ident
   // Only the worker that beat last may say its host drains (a restarted one has a new identity).
   if (!h || h.identity !== identity) return hosts;
   return { ...hosts, [host]: { ...h, drainingSince: now } };
+}
+
+/**
+ * A host retired for good: its worker said so as it stopped (a one-shot worker, a decommissioned
+ * host), or an operator did (`vmsnap fleet forget`). Kept, a stopped host's silence would leave
+ * every "not running anywhere" unsure until it is lost (3× its threshold after a clean stop).
+ * `identity` set: only the worker that beat last may retire its host. Unset (the operator): never
+ * a host that still beats, which would only come back at its next beat while its runs lose their
+ * placement in between.
+ */
+export function applyRetire(hosts: Record<string, FleetHost>, host: string, by: { identity: string } | { now: number }): Record<string, FleetHost> {
+  const h = hosts[host];
+  if (!h) return hosts;
+  if ('identity' in by ? h.identity !== by.identity : isAlive(h, by.now)) return hosts;
+  const rest = { ...hosts };
+  delete rest[host];
+  return rest;
 }
 
 /**
@@ -109,7 +144,7 @@ export function placeDomain(domain: string, answers: Presence[], unanswered: str
   const definedOn = found.map((a) => a.host).sort();
   // A live host that did not answer may be the one running it: "not found" would be a guess.
   if (running.length === 0 && unanswered.length) {
-    return { ok: false, why: 'unanswered', message: `domain ${domain} is not running on the hosts that answered; ${[...unanswered].sort().join(', ')} did not answer`, definedOn };
+    return { ok: false, why: 'unanswered', message: `domain ${domain} is not running on the hosts that answered; ${silentHosts(unanswered)}`, definedOn };
   }
   if (running.length > 1) {
     return { ok: false, why: 'ambiguous', message: `domain ${domain} is running on ${running.map((r) => r.host).sort().join(' and ')}`, definedOn };
@@ -123,6 +158,12 @@ export function placeDomain(domain: string, answers: Presence[], unanswered: str
     };
   }
   return { ok: false, why: 'not-found', message: `domain ${domain} exists on none of the live hosts (${answers.map((a) => a.host).sort().join(', ')})`, definedOn };
+}
+
+/** The hosts whose silence leaves a placement unsure, and what an operator does about one gone for good. */
+export function silentHosts(unanswered: readonly string[]): string {
+  const sorted = [...unanswered].sort();
+  return `${sorted.join(', ')} did not answer (one whose worker is gone for good: vmsnap fleet forget ${sorted[0]})`;
 }
 
 /** A registry host as the fleetHosts activity returns it: judged at read time. */

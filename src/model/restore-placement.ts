@@ -1,4 +1,5 @@
 import { FailureType } from './failures';
+import { silentHosts } from './fleet';
 import type { Presence } from './fleet';
 
 /**
@@ -35,7 +36,7 @@ export function placeRestore(w: RestoreWhere, answers: Presence[], unanswered: s
     }
     const beside = running[0] ?? found[0];
     if (beside) return { ok: true, host: beside.host, taskQueue: beside.taskQueue };
-    if (unanswered.length) return unsure(`${vm} is on none of the hosts that answered; ${sorted(unanswered)} did not answer`);
+    if (unanswered.length) return unsure(`${vm} is on none of the hosts that answered; ${silentHosts(unanswered)}`);
     return {
       ok: false,
       retry: false,
@@ -54,7 +55,7 @@ export function placeRestore(w: RestoreWhere, answers: Presence[], unanswered: s
     return { ok: true, host: r.host, taskQueue: r.taskQueue };
   }
   // Not running on the hosts that answered: one that did not may be running it.
-  if (unanswered.length) return unsure(`${vm} is not running on the hosts that answered; ${sorted(unanswered)} did not answer`);
+  if (unanswered.length) return unsure(`${vm} is not running on the hosts that answered; ${silentHosts(unanswered)}`);
   if (found.length > 1) {
     return {
       ok: false,

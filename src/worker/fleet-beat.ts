@@ -36,8 +36,11 @@ export class FleetBeat {
     this.loop.start({ now: true });
   }
 
-  /** Takes this host out of the registry (clean shutdown). Never throws: a crash cannot call it either. */
-  async leave(): Promise<void> {
+  /**
+   * Tells the registry this host stops: draining ("back soon"), or retired `forGood` (a one-shot
+   * worker, a host being decommissioned). Never throws: a crash cannot call it either.
+   */
+  async leave(forGood = false): Promise<void> {
     // A beat still retrying when the connection closes would retry into the closed channel from
     // a timer, an uncaught exception at every clean shutdown: end it first.
     this.left = true;
@@ -45,7 +48,7 @@ export class FleetBeat {
     await this.loop.halt();
     await this.client.workflow
       .getHandle(FLEET_REGISTRY_ID)
-      .signal('hostLeft', { host: this.self.host, identity: this.self.identity })
+      .signal('hostLeft', { host: this.self.host, identity: this.self.identity, ...(forGood ? { forGood } : {}) })
       .catch((err: unknown) => this.log.warn('could not leave the fleet registry', { error: String(err) }));
   }
 

@@ -23,7 +23,7 @@ import { requirePreparedNamespace } from '../temporal-setup';
 import { NamespaceNotPreparedError } from '../temporal-namespace';
 import { workflowCode } from './workflows-path';
 import { bulkTaskQueue } from '../model/naming';
-import { FLEET_TASK_QUEUE } from '../model/fleet';
+import { FLEET_TASK_QUEUE, workerIdentity } from '../model/fleet';
 import { FleetBeat, readFleet, terminateRun } from './fleet-beat';
 import { fleetGauges, registryFleet } from './fleet-metrics';
 import { metricsEndpoint } from './metrics-endpoint';
@@ -43,7 +43,11 @@ export interface HostWorker {
   metricsUrl?: string;
   /** Runs until shutdown; resolves after connections are closed. */
   run(): Promise<void>;
-  shutdown(): void;
+  /**
+   * Stops the worker. Its host drains in the fleet ("back soon": a restart), or with
+   * `retire` leaves it for good (a one-shot worker such as the demo's, a decommissioned host).
+   */
+  shutdown(opts?: { retire?: boolean }): void;
 }
 
 let runtimeInstalled = false;
@@ -116,7 +120,7 @@ export async function createHostWorker(
 
     const activities = createActivities(deps);
     const workflows = opts.workflows ?? workflowCode();
-    const identity = `vmsnap@${config.host}/${process.pid}`;
+    const identity = workerIdentity(config.host, process.pid);
     const worker = await Worker.create({ connection, namespace: config.temporal.namespace, taskQueue, ...workflows, activities, shutdownGraceTime: '30s', identity });
     const bulkWorker = await Worker.create({
       connection,
@@ -142,6 +146,7 @@ export async function createHostWorker(
     }
 
     const all = [worker, bulkWorker, fleetWorker];
+    let retire = false;
     return {
       worker,
       bulkWorker,
@@ -175,13 +180,14 @@ export async function createHostWorker(
           if (failed) throw failed.err;
         } finally {
           clearInterval(trim);
-          await beat.leave();
+          await beat.leave(retire);
           await reaper.halt();
           await closeAll(sweeper, deps, opened, lock);
           log.info('worker stopped', { taskQueue });
         }
       },
-      shutdown() {
+      shutdown(opts) {
+        retire ||= !!opts?.retire;
         for (const w of all) if (w.getState() === 'RUNNING') w.shutdown();
       },
     };

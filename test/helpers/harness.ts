@@ -16,8 +16,8 @@ export interface Harness {
   client: Client;
   hw: HostWorker;
   logs: string[];
-  /** Runs the worker in the background until stop(). */
-  stop(): Promise<void>;
+  /** Runs the worker in the background until stop(); `retire: false` stops it as a restart does (draining). */
+  stop(opts?: { retire?: boolean }): Promise<void>;
 }
 
 /**
@@ -70,8 +70,10 @@ export async function startHarness(
     client,
     hw,
     logs,
-    async stop() {
-      hw.shutdown();
+    async stop({ retire = true } = {}) {
+      // A test's host is gone for good when its file ends: drained, it would leave every later
+      // file's "not running anywhere" unsure for 3x its loss threshold.
+      hw.shutdown({ retire });
       await running;
       await client.connection.close();
     },

@@ -12,6 +12,10 @@ const ROOT = path.resolve(__dirname, '../..');
  * restart it as a supervisor would. Its state dir (freeze journal) survives restarts.
  */
 export class WorkerProcess {
+  /** Every worker a test file started: test/setup/retire-hosts.ts retires their hosts when the file ends. */
+  static readonly started = new Set<WorkerProcess>();
+  /** The last process's pid: its identity is the one the registry may hold for this host. */
+  lastPid?: number;
   readonly stateDir = mkdtempSync(path.join(os.tmpdir(), 'vmsnap-faults-'));
   readonly faultDir = path.join(this.stateDir, 'faults');
   private proc?: ChildProcess;
@@ -73,6 +77,8 @@ export class WorkerProcess {
     appendFileSync(path.join(this.stateDir, 'worker.log'), `--- start ${new Date().toISOString()}\n`);
     const proc = spawn(process.execPath, [path.join(ROOT, 'bin/vmsnap.js'), 'worker'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     this.proc = proc;
+    this.lastPid = proc.pid;
+    WorkerProcess.started.add(this);
     this.stopping = false;
     this.exited = new Promise((r) =>
       proc.once('exit', (code, signal) => {

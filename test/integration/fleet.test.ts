@@ -103,6 +103,40 @@ describe('a run started by VM name on the fleet queue', () => {
     expect(await ceph.images('images')).toEqual(before);
   });
 
+  it('a host whose worker stopped cleanly leaves "nowhere" unsure (DomainNotPlaced, naming it) until `vmsnap fleet forget`', async () => {
+    const env = cliEnv(h.vars);
+    const other = await startHarness({ config: { fleetBeatMs: 1000 } });
+    const name = other.config.host;
+    let stopped = false;
+    try {
+      await until(`${name} in the registry`, async () => (await fleet()).some((x) => x.host === name), 15_000, 250);
+      const refused = await vmsnapCli(['fleet', 'forget', name], env);
+      expect(refused.code, refused.stderr).toBe(2);
+      expect(refused.stderr).toMatch(new RegExp(`${name} still beats.*stop its worker first`));
+      // A restart's stop: "back soon". The VM could be there when it is, so "not found" is a guess.
+      await other.stop({ retire: false });
+      stopped = true;
+      const hosts = await vmsnapCli(['fleet', 'hosts', '--json'], env);
+      expect(hosts.code, hosts.stderr).toBe(0);
+      expect(json<{ host: string; state: string }[]>(hosts).find((x) => x.host === name)?.state).toBe('draining');
+      const unsure = await failureOf(h.client.workflow.execute('consistentSnapshot', { taskQueue: FLEET_TASK_QUEUE, workflowId: uniqueId('fleet-unsure'), args: [{ domain: 'no-such-vm-anywhere' }] }));
+      expect(unsure.type).toBe('DomainNotPlaced');
+      expect(unsure.nonRetryable).toBe(false);
+      expect(unsure.message).toContain(`${name} did not answer (one whose worker is gone for good: vmsnap fleet forget ${name})`);
+      const forgot = await vmsnapCli(['fleet', 'forget', name, '--json'], env);
+      expect(forgot.code, forgot.stderr).toBe(0);
+      expect(json(forgot)).toEqual({ host: name, forgotten: true, was: 'draining' });
+      expect((await fleet()).some((x) => x.host === name)).toBe(false);
+      const found = await failureOf(h.client.workflow.execute('consistentSnapshot', { taskQueue: FLEET_TASK_QUEUE, workflowId: uniqueId('fleet-none'), args: [{ domain: 'no-such-vm-anywhere' }] }));
+      expect(found.type).toBe('DomainNotFound');
+      const unknown = await vmsnapCli(['fleet', 'forget', name], env);
+      expect(unknown.code).toBe(2);
+      expect(unknown.stderr).toContain(`knows no host "${name}"`);
+    } finally {
+      if (!stopped) await other.stop();
+    }
+  });
+
   it('routedBy is the router’s alone: a caller who sets it is refused', async () => {
     const f = await failureOf(h.client.workflow.execute('consistentSnapshot', { taskQueue: h.hw.taskQueue, workflowId: uniqueId('forged'), args: [{ domain: g1, routedBy: 'someone-elses-run' }] }));
     expect(f.type).toBe('InvalidInput');

@@ -137,5 +137,19 @@ describe('the release installed in a clean Debian 12 root', () => {
     expect(result.quiesced).toBe(true);
     expect(await quiescedTruthViolations(vars, result)).toEqual([]);
     await new CephView(vars).removeResultImages(result);
+
+    // Decommissioning, as the operator does it: stop the worker (unshare passes SIGTERM on: a
+    // clean stop, the host drains), then retire the host with the installed CLI.
+    worker.kill('SIGKILL');
+    let state: string | undefined;
+    for (let i = 0; i < 100 && state !== 'draining'; i++) {
+      const hosts = await inRoot(mounts, [vmsnap(), 'fleet', 'hosts', '--json'], env());
+      expect(hosts.code, hosts.stderr).toBe(0);
+      state = (JSON.parse(hosts.stdout) as { host: string; state: string }[]).find((x) => x.host === host)?.state;
+      if (state !== 'draining') await new Promise((r) => setTimeout(r, 300));
+    }
+    expect(state).toBe('draining');
+    const forget = await inRoot(mounts, [vmsnap(), 'fleet', 'forget', host], env());
+    expect(forget.code, forget.stderr).toBe(0);
   }, 300_000);
 });

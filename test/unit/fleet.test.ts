@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { applyBeat, forgetStale, isAlive, isWorthAsking, judgeAnswers, placeDomain, ASK_LOST_FOR_MS, FORGET_AFTER_MS } from '../../src/model/fleet';
+import { applyBeat, applyDrain, applyRetire, forgetStale, hostState, isAlive, isWorthAsking, judgeAnswers, placeDomain, ASK_LOST_FOR_MS, FORGET_AFTER_MS } from '../../src/model/fleet';
 import type { HostBeat, Presence } from '../../src/model/fleet';
 
 const q = (h: string) => `vmsnap-${h}`;
@@ -66,6 +66,24 @@ describe('registry bookkeeping', () => {
     expect(isWorthAsking({ seenAt: 0, intervalMs: 1000 }, 10_000)).toBe(true);
     expect(isAlive({ seenAt: 0, intervalMs: 1000 }, 10_000)).toBe(false);
     expect(isWorthAsking({ seenAt: 0, intervalMs: 1000 }, ASK_LOST_FOR_MS + 1)).toBe(false);
+  });
+  it('retired for good by its own last worker at any time, by an operator only once it no longer beats', () => {
+    const hosts = applyBeat({}, beat(), 0);
+    expect(applyRetire(hosts, 'a', { identity: 'vmsnap@a/1' })).toEqual({});
+    expect(applyRetire(hosts, 'a', { identity: 'vmsnap@a/2' })).toBe(hosts);
+    expect(applyRetire(hosts, 'a', { now: 30_000 })).toBe(hosts);
+    expect(applyRetire(hosts, 'a', { now: 30_001 })).toEqual({});
+    expect(applyRetire(applyDrain(hosts, 'a', 'vmsnap@a/1', 1), 'a', { now: 2 })).toEqual({});
+    expect(applyRetire(hosts, 'b', { now: 0 })).toBe(hosts);
+  });
+  it('one state word per host: alive, late, draining (3x the threshold), lost', () => {
+    const h = { seenAt: 0, intervalMs: 1000, lostAfterMs: 60_000 };
+    expect(hostState(h, 3000)).toBe('alive');
+    expect(hostState(h, 3001)).toBe('late');
+    expect(hostState(h, 60_001)).toBe('lost');
+    expect(hostState({ ...h, drainingSince: 0 }, 1)).toBe('draining');
+    expect(hostState({ ...h, drainingSince: 0 }, 180_000)).toBe('draining');
+    expect(hostState({ ...h, drainingSince: 0 }, 180_001)).toBe('lost');
   });
   it('alive within 3 of its own intervals; forgotten after a day', () => {
     expect(isAlive({ seenAt: 0, intervalMs: 10_000 }, 30_000)).toBe(true);

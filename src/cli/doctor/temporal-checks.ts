@@ -1,6 +1,6 @@
 import { Client } from '@temporalio/client';
 import type { Connection } from '@temporalio/client';
-import { FLEET_TASK_QUEUE, isAlive } from '../../model/fleet';
+import { FLEET_TASK_QUEUE, hostState } from '../../model/fleet';
 import { readFleet } from '../../worker/fleet-beat';
 import type { FleetHost } from '../../model/fleet';
 import { temporal } from '@temporalio/proto';
@@ -63,9 +63,16 @@ async function checkFleet(conn: Connection, namespace: string): Promise<CheckRes
   return hosts.map((h) => {
     const seen = `last seen ${Math.round((now - h.seenAt) / 1000)} s ago`;
     const vms = h.domains.map((d) => d.name).sort().join(', ') || 'no running VM';
-    return isAlive(h, now)
-      ? ok(`fleet.${h.host}`, `${h.taskQueue}, ${seen}, runs: ${vms}`)
-      : warn(`fleet.${h.host}`, `LOST: ${seen} (beats every ${h.intervalMs / 1000} s); last known VMs: ${vms}`, `check the vmsnap worker and libvirtd on ${h.host}; runs there fail HostLost until it is back`);
+    const state = hostState(h, now);
+    if (state === 'alive') return ok(`fleet.${h.host}`, `${h.taskQueue}, ${seen}, runs: ${vms}`);
+    const retired = `if ${h.host} is gone for good: vmsnap fleet forget ${h.host}`;
+    return state === 'lost'
+      ? warn(`fleet.${h.host}`, `LOST: ${seen} (beats every ${h.intervalMs / 1000} s); last known VMs: ${vms}`, `check the vmsnap worker and libvirtd on ${h.host}; runs there fail HostLost until it is back; ${retired}`)
+      : warn(
+          `fleet.${h.host}`,
+          `${state === 'draining' ? 'DRAINING (its worker stopped cleanly)' : 'LATE (beats missing)'}: ${seen}; last known VMs: ${vms}`,
+          `start the vmsnap worker on ${h.host}; until then a VM running nowhere else is "not placed" (unsure), not "not found"; ${retired}`,
+        );
   });
 }
 

@@ -1,0 +1,31 @@
+import { afterAll } from 'vitest';
+import { Client, Connection } from '@temporalio/client';
+import { FLEET_REGISTRY_ID, workerIdentity } from '../../src/model/fleet';
+import { labVars, need } from '../../support/lab/env';
+import { WorkerProcess } from '../helpers/worker-process';
+
+/*
+ * A lab test's worker hosts are gone for good when its file ends, as a decommissioned host's are.
+ * Left draining (a clean stop) or late (a SIGKILL), each would leave every later file's "VM running
+ * nowhere" unsure, DomainNotPlaced instead of DomainNotFound, for its whole loss threshold. Said in
+ * the dead worker's own words (hostLeft forGood with its identity), so a host another worker
+ * serves by now is left alone. Registered first, so it runs after the file's own afterAll.
+ */
+afterAll(async () => {
+  const workers = [...WorkerProcess.started];
+  WorkerProcess.started.clear();
+  if (!workers.length) return;
+  await Promise.all(workers.map((w) => w.stop()));
+  const vars = labVars();
+  const connection = await Connection.connect({ address: need(vars, 'TEMPORAL_ADDRESS'), connectTimeout: 5000 }).catch(() => undefined);
+  if (!connection) return; // a file that ends with Temporal down (a fault test) has nothing to say
+  try {
+    const registry = new Client({ connection, namespace: vars.TEMPORAL_NAMESPACE ?? 'default' }).workflow.getHandle(FLEET_REGISTRY_ID);
+    for (const w of workers) {
+      if (w.lastPid === undefined) continue;
+      await registry.signal('hostLeft', { host: w.host, identity: workerIdentity(w.host, w.lastPid), forGood: true }).catch(() => undefined);
+    }
+  } finally {
+    await connection.close();
+  }
+}, 120_000);
