@@ -161,7 +161,8 @@ describe('chaos on the two-host lab', () => {
         taskQueue: FLEET_TASK_QUEUE,
         workflowId: id,
         args: [{ domain: g1, freezeDeadlineMs: DEADLINE_MS, agentTimeoutSec: 5, quiesce: 'prefer' }],
-        workflowExecutionTimeout: '10m',
+        // A run that does not end within minutes is the finding (a stuck task queue), not a wait.
+        workflowExecutionTimeout: '4m',
       });
       await sleep(atMs);
       const faultAt = Date.now();
@@ -173,6 +174,12 @@ describe('chaos on the two-host lab', () => {
         outcome = 'COMPLETED';
       } catch (err) {
         outcome = `failed: ${String((err as { cause?: { type?: string } }).cause?.type ?? (err as Error).message)}`;
+        // Who polled each queue, and when last: a worker alive but not polling is the post-mortem.
+        for (const q of [FLEET_TASK_QUEUE, `vmsnap-${hosts.a.name}`, `vmsnap-${hosts.b.name}`]) {
+          const d = await client.workflowService.describeTaskQueue({ namespace: 'default', taskQueue: { name: q }, taskQueueType: 1 }).catch((e: unknown) => ({ error: String(e) }));
+          const pollers = 'pollers' in d ? (d.pollers ?? []).map((p) => `${p.identity} last ${p.lastAccessTime?.seconds?.toString()}`) : [String((d as { error: string }).error)];
+          console.log(`[fleet-chaos] run ${i} ${q} pollers at ${new Date().toISOString()}: ${pollers.join('; ') || 'none'}; workers a ${workers.a.running ? `running pid ${workers.a.pid}` : workers.a.lastExit}, b ${workers.b.running ? `running pid ${workers.b.pid}` : workers.b.lastExit}`);
+        }
       }
       const violations: string[] = [];
       // Nothing forgotten: the obligation is resolved and no journal holds the freeze (give a

@@ -16,6 +16,8 @@ export class WorkerProcess {
   static readonly started = new Set<WorkerProcess>();
   /** The last process's pid: its identity is the one the registry may hold for this host. */
   lastPid?: number;
+  /** How the last process ended: a signal or exit code, "(asked)" when the test stopped it. */
+  lastExit?: string;
   readonly stateDir = mkdtempSync(path.join(os.tmpdir(), 'vmsnap-faults-'));
   readonly faultDir = path.join(this.stateDir, 'faults');
   private proc?: ChildProcess;
@@ -72,6 +74,7 @@ export class WorkerProcess {
       ...(fault.pauseMs !== undefined ? { VMSNAP_FAULT_PAUSE_MS: String(fault.pauseMs) } : { VMSNAP_FAULT_PAUSE_MS: '' }),
       ...this.extraEnv,
     };
+    const firstLine = this.logs.length;
     this.spawnedAt = Date.now();
     this.firstLogAt = 0;
     appendFileSync(path.join(this.stateDir, 'worker.log'), `--- start ${new Date().toISOString()}\n`);
@@ -82,6 +85,8 @@ export class WorkerProcess {
     this.stopping = false;
     this.exited = new Promise((r) =>
       proc.once('exit', (code, signal) => {
+        this.lastExit = `${signal ?? `code ${code}`}${this.stopping ? ' (asked)' : ''}`;
+        appendFileSync(path.join(this.stateDir, 'worker.log'), `--- exit ${new Date().toISOString()} pid ${proc.pid}: ${this.lastExit}\n`);
         if (!this.stopping) {
           const why = `worker ${this.host} (pid ${proc.pid}) exited on its own: ${signal ?? `code ${code}`}`;
           this.unexpectedExits.push(why);
@@ -105,7 +110,7 @@ export class WorkerProcess {
     await Promise.race([
       ready,
       this.exited.then(() => {
-        throw new Error(`worker exited during start:\n${this.logs.join('').slice(-3000)}`);
+        throw new Error(`worker ${this.host} (pid ${proc.pid}) exited during start (${this.lastExit}); its output:\n${this.logs.slice(firstLine).join('').slice(-3000)}`);
       }),
       sleep(60_000).then(() => {
         throw new Error(`worker did not start in 60 s:\n${this.logs.join('').slice(-3000)}`);

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SnapshotResult } from '../../src/model/types';
 import { VERSION } from '../../src/version';
 import { CephView } from '../helpers/ceph-inspect';
+import { cliEnv } from '../helpers/cli';
 import { ensureThawed } from '../helpers/guest';
 import { uniqueId } from '../helpers/harness';
 import { inRoot, installRelease, releaseRoot, releaseTarball, spawnInRoot } from '../helpers/release-root';
@@ -34,20 +35,9 @@ const timings: Record<string, number> = {};
 const vmsnap = () => `${prefix}/bin/vmsnap`;
 const pkgDir = () => path.join(mounts.root, prefix, 'lib', 'node_modules', 'vmsnap');
 
-/** The lab's services as the CLI inside the root sees them (the lab dir is mounted at its path). */
+/** The lab's services as the CLI inside the root sees them (the lab dir is mounted at its path; in-root.sh passes only VMSNAP_* and TEMPORAL_*). */
 function env(): Record<string, string> {
-  return {
-    VMSNAP_TEMPORAL_ADDRESS: need(vars, 'TEMPORAL_ADDRESS'),
-    VMSNAP_TEMPORAL_NAMESPACE: vars.TEMPORAL_NAMESPACE ?? 'default',
-    VMSNAP_LIBVIRT_URI: need(vars, 'LIBVIRT_DEFAULT_URI'),
-    ...(vars.VMSNAP_LIBVIRT_STATUS_DIR ? { VMSNAP_LIBVIRT_STATUS_DIR: vars.VMSNAP_LIBVIRT_STATUS_DIR } : {}),
-    VMSNAP_CEPH_CONF: need(vars, 'CEPH_CONF'),
-    VMSNAP_CEPH_ID: vars.CEPH_VMSNAP_ID ?? 'admin',
-    VMSNAP_CEPH_KEYRING: vars.CEPH_VMSNAP_KEYRING ?? need(vars, 'CEPH_KEYRING'),
-    VMSNAP_STATE_DIR: '/tmp/vmsnap-state',
-    VMSNAP_HOST: host,
-    VMSNAP_METRICS_PORT: '0',
-  };
+  return cliEnv(vars, { VMSNAP_STATE_DIR: '/tmp/vmsnap-state', VMSNAP_HOST: host, VMSNAP_METRICS_PORT: '0' }) as Record<string, string>;
 }
 
 beforeAll(async () => {
@@ -108,12 +98,19 @@ describe('the release installed in a clean Debian 12 root', () => {
   });
 
   it('a worker runs there, vmsnap doctor is OK for this host, and a snapshot is quiesced', async () => {
+    // Without its addon an install cannot serve; say so now, not at the start timeout below.
+    expect(existsSync(path.join(pkgDir(), 'prebuilds', 'linux-x64-glibc', 'vmsnap_rbd.node')), 'the prebuilt addon is installed').toBe(true);
     const t0 = Date.now();
     worker = spawnInRoot(mounts, [vmsnap(), 'worker'], env());
     await new Promise<void>((resolve, reject) => {
+      const late = setTimeout(() => reject(new Error(`the worker in the root did not start in 90 s:\n${workerLog.join('')}`)), 90_000);
+      worker!.once('exit', () => clearTimeout(late));
       const onData = (b: Buffer) => {
         workerLog.push(b.toString());
-        if (workerLog.join('').includes('"worker started"')) resolve();
+        if (workerLog.join('').includes('"worker started"')) {
+          clearTimeout(late);
+          resolve();
+        }
       };
       worker!.stdout!.on('data', onData);
       worker!.stderr!.on('data', onData);
