@@ -20,6 +20,7 @@ The fleet registry: every host whose worker announced itself in the last day.
                   silence leaves "not running anywhere" unsure: runs of a VM no live host runs
                   fail DomainNotPlaced (retryable), and restores of a shut-off VM wait. Refused
                   while the host still beats. A retired host that starts its worker again rejoins.
+                  With no worker answering the registry, the request waits for the next one.
 ${COMMON_HELP}`;
 
 export async function run(argv: string[]): Promise<number> {
@@ -60,7 +61,16 @@ async function hosts(client: Client, json: boolean): Promise<number> {
 }
 
 async function forget(client: Client, host: string, json: boolean): Promise<number> {
-  const before = (await registry(client)).find((h) => h.host === host);
+  const hosts = await registry(client).catch((err: unknown) => err as CliError);
+  if (hosts instanceof CliError) {
+    // No worker serves the registry (the last host of a fleet, or all stopped): the request waits
+    // in its history, and the registry applies the same rule (never a host that still beats)
+    // when a worker next runs it.
+    await client.workflow.getHandle(FLEET_REGISTRY_ID).signal('hostForgotten', { host });
+    emit(json, { host, forgotten: 'requested' }, () => `${host}: retirement requested; no worker answers the registry now, so it is applied when one next runs (not if ${host} beats again by then)`);
+    return Exit.ok;
+  }
+  const before = hosts.find((h) => h.host === host);
   if (!before) throw new CliError(`the fleet registry knows no host "${host}"`, Exit.badInput);
   const was = hostState(before, Date.now());
   if (was === 'alive') {
