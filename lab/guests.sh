@@ -29,6 +29,12 @@
 #   lab/guests.sh ready GUEST       wait until GUEST is ready (agent answers, probe ticks)
 #   lab/guests.sh where GUEST       print the host id (hv-a, hv-b) GUEST runs on; exit 1 if none
 #
+# As a hypervisor has it (Nova's pattern), QEMU opens the RBD disks as client.qemu (rbd on the VM
+# pool, read-only on the images pool) with its key in a libvirt secret of usage type ceph, defined
+# with one UUID on both hosts so a migrated definition finds it there; no QEMU reads a keyring.
+# Host B's QEMU runs as libvirt-qemu (lab/libvirt.sh): the guest image is staged from the cache
+# (under /root, 0700) into $LAB_DIR/guest-image/.
+#
 # Ready = libvirt says running, guest-ping answers (agent guests), every data disk's probe ticks.
 # Env in: LAB_DIR, and env.d/{ceph,libvirt}.env. GUEST_MEMORY_MIB (default 256; host B's small
 # guest: GUEST_B_MEMORY_MIB, default 128). Sourced (lab/migrate.sh), it defines functions only.
@@ -44,6 +50,8 @@ MEMORY_MIB="${GUEST_MEMORY_MIB:-256}"
 B_MEMORY_MIB="${GUEST_B_MEMORY_MIB:-128}"
 DISK_SIZE_MIB=64
 READY_TIMEOUT=90
+CEPH_SECRET_UUID=9c3f4c1e-6a51-4d0e-9b7e-5f0d2a8c7e41
+QEMU_CEPH_ID=qemu
 
 disks_of() {
   case "$1" in
@@ -78,6 +86,9 @@ load_env() {
   LIBVIRT_B_URI="${LIBVIRT_B_URI:-}" # empty in a lab that lab/libvirt.sh brought up before host B existed
   [[ "$LAB_DIR" =~ ^[A-Za-z0-9_./-]+$ ]] || die "$WHO" "LAB_DIR has characters unsafe in XML: $LAB_DIR"
 }
+
+# qemu_user_of HOST: the user HOST's libvirtd runs QEMU as.
+qemu_user_of() { if [[ "$1" == a ]]; then echo "${LIBVIRT_QEMU_USER:-root}"; else echo "${LIBVIRT_B_QEMU_USER:-root}"; fi; }
 
 uri_of() { if [[ "$1" == a ]]; then echo "$LIBVIRT_DEFAULT_URI"; else echo "$LIBVIRT_B_URI"; fi; }
 # virsh_on HOST ARGS...: fails when the lab has no such host
@@ -134,6 +145,7 @@ remove_image() {
 domain_xml() {
   local name="$1" image_dir="$2" dir d agent=0
   dir="$(host_dir "$1" "$3")"
+  [[ "$CEPH_CONF" =~ ^[A-Za-z0-9_./-]+$ ]] || die "$WHO" "CEPH_CONF has characters unsafe in XML: $CEPH_CONF"
   has_agent "$name" && agent=1
   cat <<XML
 <domain type='qemu'>
@@ -160,6 +172,7 @@ XML
       <driver name='qemu' type='raw' cache='writeback'/>
       <source protocol='rbd' name='$POOL/$name-$d'>
         <config file='$CEPH_CONF'/>
+        <auth username='$QEMU_CEPH_ID'><secret type='ceph' uuid='$CEPH_SECRET_UUID'/></auth>
       </source>
       <target dev='$d' bus='virtio'/>
       <serial>$d</serial>
@@ -262,13 +275,69 @@ cmd_ready() {
   say "$WHO" "$name ready $(elapsed "$t0") s after start"
 }
 
+# --- what an unprivileged QEMU needs ----------------------------------------------------------------
+# ensure_qemu_identity: client.qemu in Ceph and its key as the ceph secret on every lab host
+# (idempotent; the key goes through a 0600 file, never argv).
+ensure_qemu_identity() {
+  local h keyfile xml
+  keyfile="$(umask 077 && mktemp "${TMPDIR:-/tmp}/vmsnap-qemu-key.XXXXXX")"
+  xml="$(mktemp "${TMPDIR:-/tmp}/vmsnap-secret.XXXXXX")"
+  if ! timeout 60 ceph -c "$CEPH_CONF" --id "$CEPH_ID" --keyring "$CEPH_KEYRING" auth get-or-create-key \
+    "client.$QEMU_CEPH_ID" mon 'profile rbd' \
+    osd "profile rbd pool=$POOL, profile rbd-read-only pool=${VMSNAP_IMAGE_POOL:-images}" >"$keyfile"; then
+    rm -f "$keyfile" "$xml"
+    die "$WHO" "could not create client.$QEMU_CEPH_ID (its caps changed? ceph auth rm client.$QEMU_CEPH_ID)"
+  fi
+  cat >"$xml" <<XML
+<secret ephemeral='no' private='yes'>
+  <uuid>$CEPH_SECRET_UUID</uuid>
+  <usage type='ceph'><name>client.$QEMU_CEPH_ID (vmsnap lab)</name></usage>
+</secret>
+XML
+  for h in "${LAB_HOSTS[@]}"; do
+    [[ -n "$(uri_of "$h")" ]] || continue
+    if ! { virsh_on "$h" secret-define "$xml" >/dev/null && virsh_on "$h" secret-set-value "$CEPH_SECRET_UUID" --file "$keyfile" >/dev/null; }; then
+      rm -f "$keyfile" "$xml"
+      die "$WHO" "could not set the ceph secret on $(lab_host_name "$h")"
+    fi
+  done
+  rm -f "$keyfile" "$xml"
+}
+
+# stage_image CACHE_DIR: the guest image copied into the lab dir (world-readable, as an
+# unprivileged QEMU must read it); prints the staged directory.
+stage_image() {
+  local src="$1" dst="$LAB_DIR/guest-image/${1##*/}"
+  if [[ ! -s "$dst/initramfs.cpio" ]]; then
+    rm -rf "$dst.tmp" && mkdir -p "$dst.tmp"
+    cp "$src/vmlinux" "$src/initramfs.cpio" "$dst.tmp/"
+    chmod 0755 "$dst.tmp" && chmod 0644 "$dst.tmp"/*
+    mv "$dst.tmp" "$dst"
+  fi
+  echo "$dst"
+}
+
+# check_readable_by USER PATH...: fail with the path an unprivileged QEMU could not open.
+check_readable_by() {
+  local user="$1" p
+  shift
+  [[ "$user" == root ]] && return 0
+  for p in "$@"; do
+    runuser -u "$user" -- test -r "$p" \
+      || die "$WHO" "$user (host B's QEMU user) cannot read $p: LAB_DIR and its parents must be world-searchable"
+  done
+}
+
 # --- lifecycle ------------------------------------------------------------------------------------
 # ensure_guest GUEST IMAGE_DIR: define (with disks) on its home host if it runs nowhere, start it.
 # Prints the start time when it started the guest. A guest running on either host is kept.
 ensure_guest() {
   local name="$1" image_dir="$2" dir="$GUESTS_DIR/$1" d h home
   home="$(home_of "$name")"
-  mkdir -p "$dir" "$(host_dir "$name" b)"
+  mkdir -p "$dir"
+  # (root-owned is fine for host B's unprivileged QEMU: libvirtd opens chardev files and sockets
+  # itself and passes QEMU the descriptors)
+  mkdir -p "$(host_dir "$name" b)"
   for d in $(disks_of "$name"); do
     image_exists "$name-$d" || { make_disk "$name-$d" "$d"; say "$WHO" "created $POOL/$name-$d"; }
   done
@@ -331,7 +400,10 @@ cmd_up() {
   local image_dir name t0 started=()
   t0="$(now)"
   image_dir="$("$REPO/lab/guest-image.sh" build)"
-  say "$WHO" "guest image $image_dir ($(elapsed "$t0") s)"
+  image_dir="$(stage_image "$image_dir")"
+  check_readable_by "$(qemu_user_of b)" "$image_dir/vmlinux" "$image_dir/initramfs.cpio" "$CEPH_CONF"
+  ensure_qemu_identity
+  say "$WHO" "guest image $image_dir, client.$QEMU_CEPH_ID secret on both hosts ($(elapsed "$t0") s)"
   for name in "${GUESTS[@]}"; do
     t0="$(ensure_guest "$name" "$image_dir")"
     if [[ -n "$t0" ]]; then started+=("$name:$t0"); else say "$WHO" "$name already running"; fi
@@ -351,6 +423,8 @@ cmd_recreate() {
   disks_of "$name" >/dev/null
   load_env
   image_dir="$("$REPO/lab/guest-image.sh" build)"
+  image_dir="$(stage_image "$image_dir")"
+  ensure_qemu_identity
   destroy_guest "$name"
   t0="$(ensure_guest "$name" "$image_dir")"
   cmd_ready "$name" "$t0"

@@ -11,8 +11,6 @@
 #                             unix sockets use AUTH (none|polkit|sasl); prints its URI. For tests of
 #                             auth schemes vmsnap refuses; seconds to start (copied capability cache)
 #   lab/libvirt.sh scratch-down NAME      stop it and remove its dir
-#   QEMU_USER=libvirt-qemu (any command that writes a config): QEMU runs as that user instead of
-#                             root. Default root for both hosts: see README ("The lab") for why.
 #
 # Host A (host name hv-a) lives in $LAB_DIR/libvirt, host B (hv-b) in $LAB_DIR/libvirt-b. The host
 # names are what a vmsnap worker for that host uses as its host id (task queue vmsnap-<host>).
@@ -25,13 +23,20 @@
 # reads or writes a system instance's files nor the other's; the client sockets are
 # <dir>/sock/libvirt-sock (no TCP). QEMU children inherit the namespace.
 #
+# QEMU's user: host A runs its QEMUs as root, host B as `libvirt-qemu`, Debian's stock qemu.conf
+# user, so every test that starts or migrates a guest onto host B meets an unprivileged QEMU: the
+# guest's kernel, initrd and ceph.conf must be readable by it, its console log and control socket
+# live in a directory it owns, and its RBD disks open with a libvirt ceph secret, not a keyring
+# file (lab/guests.sh). No security driver on either (no AppArmor or SELinux in this container).
+#
 # Authentication: host A keeps `auth_unix_rw = "none"`; host B runs Debian's stock setting,
 # `auth_unix_ro/rw = "polkit"` with the stock socket permissions (0777: polkit decides), so every
 # fleet and migration test reaches host B through polkit auth (REMOTE_PROC_AUTH_LIST, then
 # REMOTE_PROC_AUTH_POLKIT; libvirtd lets root in without asking polkitd, so no polkitd or D-Bus has
-# to run here). lab/migrate.sh's virsh goes through it the same way. The one change
-# outside the lab dir is the `libvirt-qemu` user and group, created when missing (libvirtd looks
-# them up before reading qemu.conf and aborts without them).
+# to run here). lab/migrate.sh's virsh goes through it the same way. The changes outside the lab
+# dir are what a Debian hypervisor has (ensure_user): the `libvirt-qemu` user and group (libvirtd
+# looks them up before reading qemu.conf and aborts without them), its membership of group `kvm`,
+# and /dev/kvm as root:kvm 0660.
 #
 # Migration between the two (lab/migrate.sh): each libvirtd has its own `host_uuid` (libvirt refuses
 # a migration between equal host UUIDs; without DMI data it picks a random one per start), and
@@ -56,17 +61,20 @@ select_host() {
       LV_DIR="$LAB_DIR/libvirt"
       CACHE_SRC="$CACHE_DIR"
       MIGRATION_PORTS=(49152 49183)
+      QEMU_USER=root
       ;;
     b)
       LV_DIR="$LAB_DIR/libvirt-b"
       CACHE_SRC="$LAB_DIR/libvirt-b/cache"
       MIGRATION_PORTS=(49184 49215)
       AUTH=polkit
+      QEMU_USER=libvirt-qemu
       ;;
     scratch-*)
       LV_DIR="$LAB_DIR/libvirt-${HOST#scratch-}"
       CACHE_SRC="$LV_DIR/cache"
       MIGRATION_PORTS=(49216 49247)
+      QEMU_USER=root
       ;;
   esac
   WHO="libvirt $HOST_NAME"
@@ -88,11 +96,18 @@ bind_source() { # bind_source SRC:DST -> the directory on the host
 
 virsh_q() { timeout 20 virsh -q -c "$URI" "$@"; }
 
+# ensure_user: the user, groups and /dev/kvm mode a Debian hypervisor has (libvirt-daemon-system's
+# postinst puts libvirt-qemu in group kvm; udev's 50-udev-default.rules makes /dev/kvm root:kvm
+# 0660). Without the last two, libvirtd finds /dev/kvm unusable for host B's QEMU user while its
+# capability cache says KVM, discards the cache and re-probes QEMU (~60 s here) on every define.
 ensure_user() {
   getent group libvirt-qemu >/dev/null || groupadd --system libvirt-qemu
   getent passwd libvirt-qemu >/dev/null \
     || useradd --system --gid libvirt-qemu --no-create-home --home-dir /nonexistent \
       --shell /usr/sbin/nologin libvirt-qemu
+  getent group kvm >/dev/null || groupadd --system kvm
+  id -nG libvirt-qemu | tr ' ' '\n' | grep -qx kvm || usermod -aG kvm libvirt-qemu
+  if [[ -c /dev/kvm && "$(stat -c %G:%a /dev/kvm)" != kvm:660 ]]; then chgrp kvm /dev/kvm && chmod 0660 /dev/kvm; fi
 }
 
 write_config() {
@@ -112,8 +127,8 @@ CONF
   # read by libvirtd as /etc/libvirt/qemu.conf inside its namespace
   cat >"$LV_DIR/etc/qemu.conf" <<CONF
 # written by lab/libvirt.sh (host $HOST_NAME)
-user = "${QEMU_USER:-root}"
-group = "${QEMU_USER:-root}"
+user = "$QEMU_USER"
+group = "$QEMU_USER"
 dynamic_ownership = 0
 remember_owner = 0
 stdio_handler = "file"
@@ -208,10 +223,11 @@ start_daemon() {
 
 host_up() {
   select_host "$1"
-  if running && answers && [[ -n "$(host_uuid)" ]]; then
+  if running && answers && [[ -n "$(host_uuid)" ]] && grep -qxF "user = \"$QEMU_USER\"" "$LV_DIR/etc/qemu.conf"; then
     say "$WHO" "libvirtd already running (pid $(pidfile_pid "$PIDFILE"))"
   else
-    # (a libvirtd configured by an older lab/libvirt.sh, without host_uuid, restarts: its QEMUs keep running)
+    # (a libvirtd configured by an older lab/libvirt.sh, without host_uuid or with another QEMU user,
+    # restarts: its QEMUs keep running as they were started)
     stop_pidfile "$PIDFILE" "$CONF" 10
     write_config
     install_hook
@@ -228,6 +244,7 @@ ${key}_SOCKET $SOCKET
 ${key}_URI $URI
 ${key}_LAB_DIR $LV_DIR
 ${key}_HOST_UUID $(host_uuid)
+${key}_QEMU_USER $QEMU_USER
 ${status}_STATUS_DIR $LV_DIR/run/qemu
 ${key}_GUARD_LOG $LV_DIR/vmsnap/guard.log
 ${key}_HOOK_OFF $LV_DIR/vmsnap/hook-off

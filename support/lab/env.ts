@@ -74,6 +74,8 @@ export interface LabHostEnv {
   readonly libvirt: LabLibvirtEnv;
   /** The `host_uuid` in this libvirtd's libvirtd.conf. */
   readonly hostUuid: string;
+  /** The user this libvirtd runs QEMU as (qemu.conf `user`): root on A, Debian's libvirt-qemu on B. */
+  readonly qemuUser: string;
   /** The guests lab:up starts here (guests migrate: ask libvirt where one runs now). */
   readonly guests: readonly string[];
 }
@@ -228,6 +230,7 @@ function labHost(raw: Record<string, string>, need: (key: string) => string, inf
       statusDir: raw[`VMSNAP_LIBVIRT${infix}_STATUS_DIR`],
     },
     hostUuid: need(`LIBVIRT${infix}_HOST_UUID`),
+    qemuUser: need(`LIBVIRT${infix}_QEMU_USER`),
     guests: (raw[`VMSNAP_GUESTS_${letter}`] ?? '').split(/\s+/).filter((name) => name !== ''),
   };
 }

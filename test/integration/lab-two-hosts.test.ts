@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CliError, run } from '../../support/lab/cli-tools';
@@ -107,6 +108,26 @@ describe('two lab hypervisor hosts', () => {
     const onA = await runningOn(hosts.a);
     expect(onA).not.toContain(guestB);
     for (const g of hosts.a.guests) expect(onA).toContain(g);
+  });
+
+  it("host B runs QEMU as Debian's libvirt-qemu (host A as root); every disk opens as client.qemu with a libvirt secret, no keyring", async () => {
+    expect(hosts.a.qemuUser).toBe('root');
+    expect(hosts.b.qemuUser).toBe('libvirt-qemu');
+    for (const host of [hosts.a, hosts.b]) {
+      const uid = Number((await run('id', ['-u', host.qemuUser])).stdout.trim());
+      for (const domain of await runningOn(host)) {
+        const pid = readFileSync(path.join(host.libvirt.statusDir!, `${domain}.pid`), 'utf8').trim();
+        const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+        expect(/^Uid:\s+(\d+)\s+(\d+)/m.exec(status)?.slice(1).map(Number), `${domain} on ${host.name}`).toEqual([uid, uid]);
+        const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+        const rbd = argv.filter((a) => a.includes('"driver":"rbd"'));
+        expect(rbd.length, `${domain}'s RBD disks`).toBeGreaterThan(0);
+        for (const a of rbd) {
+          expect(a).toContain('"user":"qemu"');
+          expect(a).toMatch(/"key-secret":"[^"]+"/);
+        }
+      }
+    }
   });
 
   it("a snapshot of the host-B guest through host B's worker queue is quiesced, and truly so", async () => {
