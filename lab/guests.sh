@@ -85,10 +85,8 @@ load_env() {
   POOL="${VMSNAP_VM_POOL:-vms}"
   LIBVIRT_B_URI="${LIBVIRT_B_URI:-}" # empty in a lab that lab/libvirt.sh brought up before host B existed
   [[ "$LAB_DIR" =~ ^[A-Za-z0-9_./-]+$ ]] || die "$WHO" "LAB_DIR has characters unsafe in XML: $LAB_DIR"
+  [[ "$CEPH_CONF" =~ ^[A-Za-z0-9_./-]+$ ]] || die "$WHO" "CEPH_CONF has characters unsafe in XML: $CEPH_CONF"
 }
-
-# qemu_user_of HOST: the user HOST's libvirtd runs QEMU as.
-qemu_user_of() { if [[ "$1" == a ]]; then echo "${LIBVIRT_QEMU_USER:-root}"; else echo "${LIBVIRT_B_QEMU_USER:-root}"; fi; }
 
 uri_of() { if [[ "$1" == a ]]; then echo "$LIBVIRT_DEFAULT_URI"; else echo "$LIBVIRT_B_URI"; fi; }
 # virsh_on HOST ARGS...: fails when the lab has no such host
@@ -145,7 +143,6 @@ remove_image() {
 domain_xml() {
   local name="$1" image_dir="$2" dir d agent=0
   dir="$(host_dir "$1" "$3")"
-  [[ "$CEPH_CONF" =~ ^[A-Za-z0-9_./-]+$ ]] || die "$WHO" "CEPH_CONF has characters unsafe in XML: $CEPH_CONF"
   has_agent "$name" && agent=1
   cat <<XML
 <domain type='qemu'>
@@ -334,10 +331,9 @@ check_readable_by() {
 ensure_guest() {
   local name="$1" image_dir="$2" dir="$GUESTS_DIR/$1" d h home
   home="$(home_of "$name")"
-  mkdir -p "$dir"
   # (root-owned is fine for host B's unprivileged QEMU: libvirtd opens chardev files and sockets
   # itself and passes QEMU the descriptors)
-  mkdir -p "$(host_dir "$name" b)"
+  mkdir -p "$dir" "$(host_dir "$name" b)"
   for d in $(disks_of "$name"); do
     image_exists "$name-$d" || { make_disk "$name-$d" "$d"; say "$WHO" "created $POOL/$name-$d"; }
   done
@@ -401,7 +397,7 @@ cmd_up() {
   t0="$(now)"
   image_dir="$("$REPO/lab/guest-image.sh" build)"
   image_dir="$(stage_image "$image_dir")"
-  check_readable_by "$(qemu_user_of b)" "$image_dir/vmlinux" "$image_dir/initramfs.cpio" "$CEPH_CONF"
+  check_readable_by "${LIBVIRT_B_QEMU_USER:-root}" "$image_dir/vmlinux" "$image_dir/initramfs.cpio" "$CEPH_CONF"
   ensure_qemu_identity
   say "$WHO" "guest image $image_dir, client.$QEMU_CEPH_ID secret on both hosts ($(elapsed "$t0") s)"
   for name in "${GUESTS[@]}"; do

@@ -25,9 +25,9 @@
 #
 # QEMU's user: host A runs its QEMUs as root, host B as `libvirt-qemu`, Debian's stock qemu.conf
 # user, so every test that starts or migrates a guest onto host B meets an unprivileged QEMU: the
-# guest's kernel, initrd and ceph.conf must be readable by it, its console log and control socket
-# live in a directory it owns, and its RBD disks open with a libvirt ceph secret, not a keyring
-# file (lab/guests.sh). No security driver on either (no AppArmor or SELinux in this container).
+# guest's kernel, initrd and ceph.conf must be readable by it (libvirtd itself opens the console log
+# and control socket and passes QEMU the descriptors), and its RBD disks open with a libvirt ceph
+# secret, not a keyring file (lab/guests.sh). No security driver on either (no AppArmor or SELinux in this container).
 #
 # Authentication: host A keeps `auth_unix_rw = "none"`; host B runs Debian's stock setting,
 # `auth_unix_ro/rw = "polkit"` with the stock socket permissions (0777: polkit decides), so every
