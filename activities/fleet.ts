@@ -4,6 +4,7 @@ import { FailureType } from '../src/model/failures';
 import { isAlive, isLost, isWorthAsking } from '../src/model/fleet';
 import type { FleetHost, Presence } from '../src/model/fleet';
 import { imageWatchers } from '../src/ceph';
+import { definedRbdDisks } from '../src/host/defined-disks';
 import type { FreezeObligation } from '../src/model/freeze-obligation';
 import type { ActivityDeps } from './deps';
 import { during } from './step-error';
@@ -22,6 +23,17 @@ export function domainPresence(deps: ActivityDeps) {
     }
     const { state } = await during('read domain state', () => lv.getDomainState(dom));
     return { ...base, found: true, uuid: dom.uuid, name: dom.name, state };
+  };
+}
+
+/**
+ * Which of these RBD disks (`pool/image`, `pool/namespace/image`) a domain defined on this host
+ * uses, running or not (read-only libvirt): another host's reaper asks before it removes a disk.
+ */
+export function rbdDisksDefinedHere(deps: ActivityDeps) {
+  return async function rbdDisksDefinedHere(req: { disks: string[] }): Promise<{ disk: string; domain: string }[]> {
+    const defined = await definedRbdDisks(await deps.libvirtReadOnly());
+    return req.disks.flatMap((disk) => (defined.has(disk) ? [{ disk, domain: defined.get(disk)! }] : []));
   };
 }
 

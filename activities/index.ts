@@ -4,7 +4,7 @@ import { checkTargets } from './targets';
 import { freezeGuest } from './freeze';
 import { snapshotDisks } from './snapshot';
 import { forgetFreeze, thawArrivedGuest, thawGuest } from './thaw';
-import { domainPresence, fleetHosts, freezeObligationOf, freezeObligationOpen, obligationRunningNowhere, terminateLostRun } from './fleet';
+import { domainPresence, fleetHosts, freezeObligationOf, freezeObligationOpen, obligationRunningNowhere, rbdDisksDefinedHere, terminateLostRun } from './fleet';
 import { cloneDisk } from './clone';
 import { flattenDisk } from './flatten';
 import { finalizeDisk } from './finalize';
@@ -34,6 +34,7 @@ export function createActivities(deps: ActivityDeps) {
     thawArrivedGuest: thawArrivedGuest(deps),
     forgetFreeze: forgetFreeze(deps),
     domainPresence: domainPresence(deps),
+    rbdDisksDefinedHere: rbdDisksDefinedHere(deps),
     fleetHosts: fleetHosts(deps),
     terminateLostRun: terminateLostRun(deps),
     freezeObligationOpen: freezeObligationOpen(deps),

@@ -1,10 +1,10 @@
 import { condition, continueAsNew, defineQuery, defineSignal, patched, setHandler, workflowInfo } from '@temporalio/workflow';
 import { applyBeat, applyDrain, applyRetire, forgetStale } from '../src/model/fleet';
-import type { FleetHost, HostBeat } from '../src/model/fleet';
+import type { FleetHost, HostBeat, HostLeave } from '../src/model/fleet';
 
 export const hostBeatSignal = defineSignal<[HostBeat]>('hostBeat');
 /** A worker shutting down cleanly: its host drains ("back soon"), or with `forGood` is retired. */
-export const hostLeftSignal = defineSignal<[{ host: string; identity: string; forGood?: boolean }]>('hostLeft');
+export const hostLeftSignal = defineSignal<[HostLeave]>('hostLeft');
 /** An operator retiring a host whose worker is gone (`vmsnap fleet forget`); ignored while it beats. */
 export const hostForgottenSignal = defineSignal<[{ host: string }]>('hostForgotten');
 /** Every host the registry heard of in the last day, with its last beat and when it came. */

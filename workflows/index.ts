@@ -4,3 +4,4 @@ export { restoreVm } from './restore-vm';
 export { fleetRegistry } from './fleet-registry';
 export { thawWherever } from './thaw-wherever';
 export { handOffFreeze } from './hand-off';
+export { fleetDisksInUse } from './fleet-disks';

@@ -42,6 +42,23 @@ export function workerIdentity(host: string, pid: number): string {
   return `vmsnap@${host}/${pid}`;
 }
 
+/** What a host sends when it stops: draining ("back soon"), or retired `forGood`. */
+export interface HostLeave {
+  host: string;
+  /** The stopping worker's own identity: a host another worker serves by now is left alone. */
+  identity: string;
+  forGood?: boolean;
+}
+
+export function hostLeave(host: string, identity: string, forGood = false): HostLeave {
+  return { host, identity, ...(forGood ? { forGood } : {}) };
+}
+
+/** Whole seconds since the registry last heard the host (doctor, `fleet hosts`, the metric). */
+export function secondsSinceSeen(h: Pick<FleetHost, 'seenAt'>, now: number): number {
+  return Math.round((now - h.seenAt) / 1000);
+}
+
 /** A host is no longer asked where a VM runs after this many of its own intervals without a beat. */
 export const LOST_AFTER_INTERVALS = 3;
 
@@ -182,12 +199,12 @@ export interface JudgedHost {
  * (DomainNotPlaced), never DomainNotFound, and a hand-off keeps looking. `aliveOnly` is the rule
  * of histories before that (only an alive host's silence counted; unasked hosts were ignored).
  */
-export function judgeAnswers(
+export function judgeAnswers<A = Presence>(
   hosts: readonly JudgedHost[],
-  asked: readonly (Presence | undefined)[],
+  asked: readonly (A | undefined)[],
   aliveOnly = false,
-): { answers: Presence[]; unanswered: string[] } {
-  const answers: Presence[] = [];
+): { answers: A[]; unanswered: string[] } {
+  const answers: A[] = [];
   const unanswered: string[] = [];
   const queried = hosts.filter((h) => h.ask);
   queried.forEach((h, i) => {

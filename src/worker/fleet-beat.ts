@@ -1,6 +1,6 @@
 import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
-import { FLEET_REGISTRY_ID, FLEET_TASK_QUEUE } from '../model/fleet';
+import { FLEET_REGISTRY_ID, FLEET_TASK_QUEUE, hostLeave } from '../model/fleet';
 import type { FleetHost, HostBeat } from '../model/fleet';
 import type { LibvirtClient } from '../libvirt';
 import type { Logger } from './logger';
@@ -48,7 +48,7 @@ export class FleetBeat {
     await this.loop.halt();
     await this.client.workflow
       .getHandle(FLEET_REGISTRY_ID)
-      .signal('hostLeft', { host: this.self.host, identity: this.self.identity, ...(forGood ? { forGood } : {}) })
+      .signal('hostLeft', hostLeave(this.self.host, this.self.identity, forGood))
       .catch((err: unknown) => this.log.warn('could not leave the fleet registry', { error: String(err) }));
   }
 

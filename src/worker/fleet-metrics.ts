@@ -1,7 +1,7 @@
 import type { Client } from '@temporalio/client';
 import { M } from '../host/metrics';
 import type { Metrics, ScrapeSource } from '../host/metrics';
-import { isAlive } from '../model/fleet';
+import { isAlive, secondsSinceSeen } from '../model/fleet';
 import type { FleetHost } from '../model/fleet';
 import { readFleet } from './fleet-beat';
 import type { Logger } from './logger';
@@ -9,7 +9,7 @@ import type { Logger } from './logger';
 /** The fleet on /metrics: every host the registry knows, alive or lost, and which VMs it runs. */
 export function publishFleet(metrics: Metrics, hosts: FleetHost[], now: number): void {
   metrics.replace(M.fleetHostAlive, hosts.map((h) => ({ labels: { host: h.host }, value: isAlive(h, now) ? 1 : 0 })));
-  metrics.replace(M.fleetHostLastSeen, hosts.map((h) => ({ labels: { host: h.host }, value: Math.round((now - h.seenAt) / 1000) })));
+  metrics.replace(M.fleetHostLastSeen, hosts.map((h) => ({ labels: { host: h.host }, value: secondsSinceSeen(h, now) })));
   metrics.replace(M.fleetVm, hosts.flatMap((h) => h.domains.map((d) => ({ labels: { host: h.host, domain: d.name }, value: 1 }))));
 }
 

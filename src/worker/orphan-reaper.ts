@@ -1,9 +1,11 @@
+import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
 import { imageExists, listImages, openImage, removeImage } from '../ceph';
 import { parseDomainXml } from '../libvirt';
 import { IMAGE_SNAP, SNAP_PREFIX } from '../model/naming';
 import { inScope } from '../model/identity';
+import { FLEET_TASK_QUEUE } from '../model/fleet';
 import { reaperAction } from '../model/owner-record';
 import { META } from '../model/types';
 import type { ActivityDeps } from '../../activities';
@@ -12,7 +14,7 @@ import { dropOwner, listOwners, removeSourceSnaps, sourceSnapExists } from '../.
 import type { Logger } from './logger';
 import { Periodic } from './periodic';
 import { reapRestoreLeftovers } from './restore-reaper';
-import type { RestoreReapReport } from './restore-reaper';
+import type { DefinedElsewhere, RestoreReapReport } from './restore-reaper';
 import type { RunStatus } from '../model/restore-leftovers';
 
 /**
@@ -24,7 +26,7 @@ import type { RunStatus } from '../model/restore-leftovers';
  *  - `vmsnap-*` snapshots on this host's domains' RBD disks with a `vmsnap.snap-owner.*` record and
  *    no `vmsnap.done.*` mark (kept snapshot-only results carry that mark);
  *  - disks of restores that ended without completing, and disks replaced by completed in-place
- *    restores once they are `keepReplacedMs` old — never one a domain defined here uses
+ *    restores once they are `keepReplacedMs` old — never one a domain defined on any host of the fleet uses
  *    (src/worker/restore-reaper.ts).
  */
 export interface ReapReport {
@@ -93,6 +95,13 @@ export class OrphanReaper {
       keepReplacedMs: this.keepReplacedMs,
       ioctx: (pool, ns) => this.deps.ioctx(pool, ns),
       statusOf,
+      definedElsewhere: (disks) =>
+        this.client.workflow.execute('fleetDisksInUse', {
+          taskQueue: FLEET_TASK_QUEUE,
+          workflowId: `vmsnap-disks-in-use-${this.deps.host}-${randomUUID().slice(0, 8)}`,
+          args: [{ disks, askingHost: this.deps.host }],
+          workflowExecutionTimeout: '1m',
+        }) as Promise<DefinedElsewhere>,
     });
     if (images.length || snaps.length) this.log.warn('removed leftovers of runs that ended uncompensated', { images, snaps });
     if (restore.removed.length) this.log.warn('removed disks of ended restores', { disks: restore.removed });

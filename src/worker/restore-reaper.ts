@@ -1,7 +1,7 @@
 import { listImages, readImageIfExists } from '../ceph';
 import type { ImageLocation, IoCtx, OmapCliOptions } from '../ceph';
 import type { LibvirtClient } from '../libvirt';
-import { parseDomainXml } from '../libvirt';
+import { definedRbdDisks } from '../host/defined-disks';
 import { restoreIdsOf, restoreLeftoverAction } from '../model/restore-leftovers';
 import type { RunStatus } from '../model/restore-leftovers';
 import type { RunScope } from '../model/identity';
@@ -17,6 +17,17 @@ export interface RestoreReapOptions {
   statusOf: (workflowId: string) => Promise<RunStatus>;
   /** How the `rbd` CLI connects: watchers, lock holders and the removal, each bounded and killed. */
   cli: OmapCliOptions;
+  /**
+   * Which of these disks a domain defined on another host of the fleet uses, and which hosts
+   * could not say (workflows/fleet-disks.ts). Throws when the fleet cannot be asked.
+   */
+  definedElsewhere: (disks: string[]) => Promise<DefinedElsewhere>;
+}
+
+export interface DefinedElsewhere {
+  used: { disk: string; domain: string; host: string }[];
+  /** Hosts not lost that did not answer: any of them may define any of the disks. */
+  unanswered: string[];
 }
 
 export interface RestoreReapReport {
@@ -30,14 +41,18 @@ export interface RestoreReapReport {
  * pool a domain defined on this host has an RBD disk in, it removes the disks of restores that
  * ended without completing and the disks completed in-place restores replaced once they are
  * `keepReplacedMs` old — only those this host made or replaced: every host reaps the shared
- * pools, but each sees only its own domains. The set of disks in use is read from every defined
- * domain's inactive and, when running, live XML just before the pools are listed; the removal
- * itself keeps any disk Ceph says someone holds (src/restore/guarded-removal.ts).
+ * pools, but each sees only its own domains. "In use" is fleet-wide: the disks in use here are
+ * read from every defined domain's inactive and, when running, live XML just before the pools are
+ * listed; every other host that is not lost is asked about the candidates before any removal (a
+ * kept VM moved to another host and shut off there keeps its disk), and one that cannot answer
+ * keeps them all. The removal itself keeps any disk Ceph says someone holds
+ * (src/restore/guarded-removal.ts).
  */
 export async function reapRestoreLeftovers(lv: LibvirtClient, o: RestoreReapOptions): Promise<RestoreReapReport> {
-  const inUse = await disksInUse(lv);
+  const inUse = await definedRbdDisks(lv);
   const out: RestoreReapReport = { removed: [], kept: [] };
-  for (const [pool, namespaces] of poolsOf(inUse)) {
+  const candidates: { spec: string; loc: ImageLocation; why: string }[] = [];
+  for (const [pool, namespaces] of poolsOf(new Set(inUse.keys()))) {
     for (const ns of namespaces) {
       const io = await o.ioctx(pool, ns || undefined);
       for (const name of await listImages(io)) {
@@ -56,28 +71,31 @@ export async function reapRestoreLeftovers(lv: LibvirtClient, o: RestoreReapOpti
         });
         if (decision.action === 'leave') continue;
         const why = decision.action === 'remove-clone' ? `restore ${decision.workflowId} ${decision.status}` : `replaced by ${decision.workflowId} at ${decision.replacedAt}`;
-        const loc: ImageLocation = { pool, image: name, ...(ns ? { namespace: ns } : {}) };
-        const refused = await removeUnlessHeld(o.cli, loc);
-        if (refused) out.kept.push({ disk: spec, reason: `${why}; ${refused}` });
-        else out.removed.push(`${spec} (${why})`);
+        candidates.push({ spec, why, loc: { pool, image: name, ...(ns ? { namespace: ns } : {}) } });
       }
     }
   }
-  return out;
-}
-
-/** `pool/image` (or `pool/namespace/image`) of every RBD disk of every domain defined on this host. */
-async function disksInUse(lv: LibvirtClient): Promise<Set<string>> {
-  const out = new Set<string>();
-  for (const dom of await lv.listDomains({ which: 'defined' })) {
-    const xmls = [await lv.getDomainXml(dom, { inactive: true })];
-    // A running domain may use a disk its persistent definition no longer names (hot-plug, a redefine).
-    if ((await lv.getDomainState(dom)).state !== 'shutoff') xmls.push(await lv.getDomainXml(dom));
-    for (const xml of xmls) {
-      for (const d of parseDomainXml(xml).disks) {
-        if (d.rbd) out.add(d.rbd.namespace ? `${d.rbd.pool}/${d.rbd.namespace}/${d.rbd.image}` : `${d.rbd.pool}/${d.rbd.image}`);
-      }
+  if (!candidates.length) return out;
+  let elsewhere: DefinedElsewhere;
+  try {
+    elsewhere = await o.definedElsewhere(candidates.map((c) => c.spec));
+  } catch (err) {
+    for (const c of candidates) out.kept.push({ disk: c.spec, reason: `${c.why}; the fleet could not be asked whether another host uses it: ${String(err)}` });
+    return out;
+  }
+  for (const c of candidates) {
+    const users = elsewhere.used.filter((u) => u.disk === c.spec);
+    if (users.length) {
+      out.kept.push({ disk: c.spec, reason: `${c.why}; in use: ${users.map((u) => `domain ${u.domain} on ${u.host}`).join(', ')}` });
+      continue;
     }
+    if (elsewhere.unanswered.length) {
+      out.kept.push({ disk: c.spec, reason: `${c.why}; ${elsewhere.unanswered.join(', ')} did not answer whether a domain there uses it` });
+      continue;
+    }
+    const refused = await removeUnlessHeld(o.cli, c.loc);
+    if (refused) out.kept.push({ disk: c.spec, reason: `${c.why}; ${refused}` });
+    else out.removed.push(`${c.spec} (${c.why})`);
   }
   return out;
 }

@@ -8,6 +8,7 @@ import { OrphanReaper } from '../../src/worker/orphan-reaper';
 import { cephTestEnv } from '../../support/ceph';
 import { CephView } from '../helpers/ceph-inspect';
 import { virsh } from '../helpers/guest';
+import { need } from '../../support/lab/env';
 import { startHarness, uniqueId } from '../helpers/harness';
 import type { Harness } from '../helpers/harness';
 import { blocklist, deadLockOwner } from '../helpers/lock-holder';
@@ -18,6 +19,9 @@ import { blocklist, deadLockOwner } from '../helpers/lock-holder';
  *  - a kept disk of a terminated restore that hv-a made, used by a shut-off VM defined on hv-a:
  *    neither reaper removes it (hv-b's used to: nothing on hv-b uses it); hv-a's removes it once
  *    that VM is undefined;
+ *  - the same disk once its VM moved to hv-b and was shut off there: hv-a's reaper asks the fleet
+ *    and keeps it, naming the domain and host (it used to see no domain of its own using it and
+ *    remove it); removed once hv-b undefines the VM;
  *  - a leftover of hv-a's whose exclusive lock is still held by a dead client (SIGKILLed, its
  *    watch expired): kept, the lock not broken, nobody blocklisted (librbd's removal used to break
  *    it and remove the disk).
@@ -91,6 +95,36 @@ describe('two hosts reap one pool', () => {
       expect(await ceph.images('vms')).not.toContain(disk);
     } finally {
       await virsh(a.vars, 'undefine', vm).catch(() => undefined);
+      await ceph.removeImage('vms', disk).catch(() => undefined);
+    }
+  }, 300_000);
+
+  it('a kept disk of hv-a whose VM moved to hv-b and is shut off there is kept by hv-a: "in use" is fleet-wide', async () => {
+    const wf = await terminatedRestore();
+    const disk = uniqueId('vmsnap-moved');
+    const vm = uniqueId('vmsnap-mover');
+    const onB = (...args: string[]) => virsh({ ...b.vars, LIBVIRT_DEFAULT_URI: need(b.vars, 'LIBVIRT_B_URI') }, ...args);
+    try {
+      await leftoverOfA(disk, wf);
+      writeFileSync(
+        path.join(dir, 'mover.xml'),
+        `<domain type='qemu'><name>${vm}</name><memory unit='MiB'>64</memory><os><type arch='x86_64' machine='pc'>hvm</type></os>` +
+          `<devices><disk type='network' device='disk'><source protocol='rbd' name='vms/${disk}'/><target dev='vdb' bus='virtio'/></disk></devices></domain>`,
+      );
+      // What is left on hv-b after the operator migrated the kept VM there and shut it off.
+      await onB('define', path.join(dir, 'mover.xml'));
+      expect(await onB('domstate', vm)).toBe('shut off');
+
+      const r = await reaperOf(a).sweep();
+      expect(r.restore.removed.filter((x) => x.includes(disk))).toEqual([]);
+      expect(r.restore.kept).toContainEqual({ disk: `vms/${disk}`, reason: expect.stringContaining(`in use: domain ${vm} on ${b.config.host}`) });
+      expect(await ceph.images('vms')).toContain(disk);
+
+      await onB('undefine', vm);
+      expect((await reaperOf(a).sweep()).restore.removed).toContain(`vms/${disk} (restore ${wf} TERMINATED)`);
+      expect(await ceph.images('vms')).not.toContain(disk);
+    } finally {
+      await onB('undefine', vm).catch(() => undefined);
       await ceph.removeImage('vms', disk).catch(() => undefined);
     }
   }, 300_000);

@@ -1,6 +1,6 @@
 import { afterAll } from 'vitest';
 import { Client, Connection } from '@temporalio/client';
-import { FLEET_REGISTRY_ID, workerIdentity } from '../../src/model/fleet';
+import { FLEET_REGISTRY_ID, hostLeave, workerIdentity } from '../../src/model/fleet';
 import { labVars, need } from '../../support/lab/env';
 import { WorkerProcess } from '../helpers/worker-process';
 
@@ -23,7 +23,7 @@ afterAll(async () => {
     const registry = new Client({ connection, namespace: vars.TEMPORAL_NAMESPACE ?? 'default' }).workflow.getHandle(FLEET_REGISTRY_ID);
     for (const w of workers) {
       if (w.lastPid === undefined) continue;
-      await registry.signal('hostLeft', { host: w.host, identity: workerIdentity(w.host, w.lastPid), forGood: true }).catch(() => undefined);
+      await registry.signal('hostLeft', hostLeave(w.host, workerIdentity(w.host, w.lastPid), true)).catch(() => undefined);
     }
   } finally {
     await connection.close();

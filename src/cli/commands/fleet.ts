@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
-import { FLEET_REGISTRY_ID, hostState } from '../../model/fleet';
+import { FLEET_REGISTRY_ID, hostState, secondsSinceSeen } from '../../model/fleet';
 import type { FleetHost } from '../../model/fleet';
 import { HOST_ID } from '../../model/input';
 import { readFleet } from '../../worker/fleet-beat';
@@ -52,7 +52,7 @@ async function hosts(client: Client, json: boolean): Promise<number> {
   const rows = (await registry(client)).map((h) => ({
     host: h.host,
     state: hostState(h, now),
-    lastSeenSecondsAgo: Math.round((now - h.seenAt) / 1000),
+    lastSeenSecondsAgo: secondsSinceSeen(h, now),
     taskQueue: h.taskQueue,
     vms: h.domains.map((d) => d.name).sort(),
   }));
@@ -66,7 +66,7 @@ async function forget(client: Client, host: string, json: boolean): Promise<numb
     // No worker serves the registry (the last host of a fleet, or all stopped): the request waits
     // in its history, and the registry applies the same rule (never a host that still beats)
     // when a worker next runs it.
-    await client.workflow.getHandle(FLEET_REGISTRY_ID).signal('hostForgotten', { host });
+    await requestForget(client, host);
     emit(json, { host, forgotten: 'requested' }, () => `${host}: retirement requested; no worker answers the registry now, so it is applied when one next runs (not if ${host} beats again by then)`);
     return Exit.ok;
   }
@@ -74,9 +74,9 @@ async function forget(client: Client, host: string, json: boolean): Promise<numb
   if (!before) throw new CliError(`the fleet registry knows no host "${host}"`, Exit.badInput);
   const was = hostState(before, Date.now());
   if (was === 'alive') {
-    throw new CliError(`${host} still beats (last seen ${Math.round((Date.now() - before.seenAt) / 1000)} s ago): stop its worker first, or it rejoins at its next beat`, Exit.badInput);
+    throw new CliError(`${host} still beats (last seen ${secondsSinceSeen(before, Date.now())} s ago): stop its worker first, or it rejoins at its next beat`, Exit.badInput);
   }
-  await client.workflow.getHandle(FLEET_REGISTRY_ID).signal('hostForgotten', { host });
+  await requestForget(client, host);
   // The registry judges "still beats" on its own clock, and a beat may land in between: confirm.
   for (let i = 0; i < 50; i++) {
     const now = (await registry(client)).find((h) => h.host === host);
@@ -88,4 +88,9 @@ async function forget(client: Client, host: string, json: boolean): Promise<numb
     await sleep(200);
   }
   throw new CliError(`${host} is still in the fleet registry 10 s after the request (is a worker serving the fleet queue?)`, Exit.failed);
+}
+
+/** The registry applies it by its own rule (never a host that still beats), now or when next run. */
+function requestForget(client: Client, host: string): Promise<void> {
+  return client.workflow.getHandle(FLEET_REGISTRY_ID).signal('hostForgotten', { host });
 }

@@ -1,6 +1,6 @@
 import { Client } from '@temporalio/client';
 import type { Connection } from '@temporalio/client';
-import { FLEET_TASK_QUEUE, hostState } from '../../model/fleet';
+import { FLEET_TASK_QUEUE, hostState, secondsSinceSeen } from '../../model/fleet';
 import { readFleet } from '../../worker/fleet-beat';
 import type { FleetHost } from '../../model/fleet';
 import { temporal } from '@temporalio/proto';
@@ -61,7 +61,7 @@ async function checkFleet(conn: Connection, namespace: string): Promise<CheckRes
   const now = Date.now();
   if (!hosts.length) return [warn('fleet', 'the registry knows no host', 'start a vmsnap worker on each hypervisor host')];
   return hosts.map((h) => {
-    const seen = `last seen ${Math.round((now - h.seenAt) / 1000)} s ago`;
+    const seen = `last seen ${secondsSinceSeen(h, now)} s ago`;
     const vms = h.domains.map((d) => d.name).sort().join(', ') || 'no running VM';
     const state = hostState(h, now);
     if (state === 'alive') return ok(`fleet.${h.host}`, `${h.taskQueue}, ${seen}, runs: ${vms}`);
