@@ -110,6 +110,20 @@ ensure_user() {
   if [[ -c /dev/kvm && "$(stat -c %G:%a /dev/kvm)" != kvm:660 ]]; then chgrp kvm /dev/kvm && chmod 0660 /dev/kvm; fi
 }
 
+# ensure_reserved_ports: the lab hosts' incoming-migration ports (49152-49247) out of the kernel's
+# ephemeral range (32768-60999), which contains them: an outgoing connection (gRPC, librados,
+# QEMU's librbd) that happens to get one of them makes the destination QEMU's listen fail,
+# "migrate-incoming: Failed to find an available port: Address already in use" (seen in CI,
+# right after a lab crash's recreate). The same reservation serves a real hypervisor.
+ensure_reserved_ports() {
+  local f=/proc/sys/net/ipv4/ip_local_reserved_ports cur
+  cur="$(cat "$f" 2>/dev/null || true)"
+  [[ ",$cur," == *",49152-49247,"* ]] && return 0
+  if ! echo "${cur:+$cur,}49152-49247" >"$f" 2>/dev/null; then
+    say "$WHO" "warning: could not reserve ports 49152-49247 ($f): a migration may fail with 'Address already in use'"
+  fi
+}
+
 write_config() {
   local b
   mkdir -p "$SOCK_DIR"
@@ -254,6 +268,7 @@ ENV
 
 cmd_up() {
   ensure_user
+  ensure_reserved_ports
   local h
   for h in "${LAB_HOSTS[@]}"; do host_up "$h"; done
   {
@@ -341,6 +356,7 @@ cmd_scratch_up() {
   select_host "scratch-$1" "${2:-}"
   auth_config >/dev/null
   ensure_user
+  ensure_reserved_ports
   stop_pidfile "$PIDFILE" "$CONF" 10
   write_config
   seed_cache

@@ -127,6 +127,10 @@ describe('vmsnap CLI on the lab', () => {
       proc.kill('SIGTERM');
       expect(await exited).toBe(0);
       expect(out).toContain('"worker stopped"');
+      // Gone for good, as a decommissioned host: left draining, every later file's reaper would
+      // wait for its answer (fleetDisksInUse) and its placements stay unsure until it is lost.
+      const forgot = await vmsnapCli(['fleet', 'forget', `cli-w-${port}`, '--json'], env);
+      expect(forgot.code, forgot.stderr).toBe(0);
     } finally {
       proc.kill('SIGKILL');
     }

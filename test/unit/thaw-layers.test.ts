@@ -166,7 +166,7 @@ describe('freeze guard', () => {
     expect(alive(armed.guardPid!)).toBe(false);
     // The entry stays: nothing proved the guest thawed.
     expect((await guard.entries()).length).toBe(1);
-  }, 30_000);
+  }, 60_000); // its own waits (up to 20 s + 20 s + 5 s) fit in this
 });
 
 describe('sweeper and reconcile', () => {
