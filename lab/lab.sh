@@ -25,9 +25,12 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 WHO=lab
-ALL_COMPONENTS=(ceph temporal libvirt guests)
+# debian (lab/debian.sh, the distribution guest) is brought up by the tests that need it, not by
+# default; down takes it down with the rest.
+ALL_COMPONENTS=(ceph temporal libvirt guests debian)
+DEFAULT_COMPONENTS=(ceph temporal libvirt guests)
 # LAB_COMPONENTS="ceph temporal" brings up only those (e.g. a benchmark that needs no guests).
-read -r -a COMPONENTS <<<"${LAB_COMPONENTS:-${ALL_COMPONENTS[*]}}"
+read -r -a COMPONENTS <<<"${LAB_COMPONENTS:-${DEFAULT_COMPONENTS[*]}}"
 LOG_DIR="$LAB_DIR/log"
 ENV_FILE="$LAB_DIR/env"
 export LAB_DIR VMSNAP_LAB_ENV="$ENV_FILE"
