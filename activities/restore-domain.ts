@@ -70,9 +70,12 @@ export function startRestoredDomain(deps: ActivityDeps) {
     const lv = await deps.libvirt();
     const dom = await during('look up domain', () => lv.lookupDomainByUuid(req.plan.domain.uuid));
     if ((await lv.getDomainState(dom)).state === 'running') return;
-    await during(`start ${dom.name}`, () => lv.domainCreate(dom));
+    await during(`start ${dom.name}`, () => lv.domainCreate(dom), START_FAILED);
   };
 }
+
+/** libvirtd unreachable stays Unavailable (retried); QEMU refusing to start the VM is this type. */
+const START_FAILED = { type: FailureType.DomainStartFailed, nonRetryable: false, keep: [FailureType.Unavailable, FailureType.PermissionDenied] } as const;
 
 /** Ready: running, and its guest agent answers guest-ping (when it has an agent channel). */
 export function waitGuestReady(deps: ActivityDeps) {

@@ -85,7 +85,7 @@ async function planAs(deps: ActivityDeps, lv: LibvirtClient, input: RestoreInput
     return { target: d.target, image: parseRbdSpec(d.image), snap: IMAGE_SNAP, clone: { pool: vmPool, image: restoredDiskNameAs(name, d.target) } };
   });
   // First: nothing is read from a record vmsnap did not write, nor defined outside the allow-list.
-  await trustedDefinition(deps, point, { domain: { name, uuid }, disks });
+  await trustedDefinition(deps, point, { domain: { name, uuid }, disks, isolate: input.isolate });
   const existing = await lookupOrNull(lv, name);
   if (existing && existing.uuid !== uuid) {
     throw ApplicationFailure.nonRetryable(`a domain named ${name} already exists (UUID ${existing.uuid})`, FailureType.NameConflict);
@@ -114,6 +114,7 @@ async function planAs(deps: ActivityDeps, lv: LibvirtClient, input: RestoreInput
     wasRunning: false,
     hasAgent: info.hasAgentChannel,
     alreadyRestored,
+    ...(input.isolate ? { isolate: true } : {}),
     disks,
   };
 }
@@ -127,7 +128,7 @@ async function planAs(deps: ActivityDeps, lv: LibvirtClient, input: RestoreInput
 export async function trustedDefinition(
   deps: ActivityDeps,
   point: RestorePoint,
-  plan: Pick<RestorePlan, 'domain' | 'disks'>,
+  plan: Pick<RestorePlan, 'domain' | 'disks' | 'isolate'>,
 ): Promise<string> {
   const key = deps.restoreKey ? await deps.restoreKey() : undefined;
   const untrusted = (why: string) =>
@@ -144,7 +145,7 @@ export async function trustedDefinition(
     if (!recorded) throw ApplicationFailure.nonRetryable(`restore record has no disk ${d.target}`, FailureType.RestorePointIncomplete);
     map.set(recorded.source, rbdSpec(d.clone));
   }
-  const xml = rewriteForNewDomain(point.domainXml, { name: plan.domain.name, uuid: plan.domain.uuid, disks: map });
+  const xml = rewriteForNewDomain(point.domainXml, { name: plan.domain.name, uuid: plan.domain.uuid, disks: map, isolate: plan.isolate });
   const refused = definitionRefusal(xml, point.domainXml, {
     clones: new Set(plan.disks.map((d) => rbdSpec(d.clone))),
     imagePool: plan.disks[0]?.image.pool ?? '',
@@ -197,6 +198,7 @@ async function planInPlace(deps: ActivityDeps, lv: LibvirtClient, input: Restore
     wasRunning: state !== 'shutoff',
     hasAgent: info.hasAgentChannel,
     alreadyRestored,
+    ...(input.isolate ? { isolate: true } : {}),
     disks,
   };
 }

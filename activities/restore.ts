@@ -1,9 +1,11 @@
 import type { ActivityDeps } from './deps';
+import { runGuestCheck } from './guest-check';
+import { recordVerification } from './verification';
 import { planRestore, restoreSource } from './restore-plan';
 import { cloneRestoreDisk, flattenRestoreDisk, verifyRestoreDisk } from './restore-disks';
 import { defineRestoredDomain, startRestoredDomain, stopDomain, undoRestore, waitGuestReady } from './restore-domain';
 
-/** The restoreVm workflow's activities (workflows/restore-vm.ts). */
+/** The restoreVm and verifySnapshot workflows' activities (workflows/restore-vm.ts, workflows/verify.ts). */
 export function restoreActivities(deps: ActivityDeps) {
   return {
     planRestore: planRestore(deps),
@@ -16,5 +18,7 @@ export function restoreActivities(deps: ActivityDeps) {
     startRestoredDomain: startRestoredDomain(deps),
     waitGuestReady: waitGuestReady(deps),
     undoRestore: undoRestore(deps),
+    runGuestCheck: runGuestCheck(deps),
+    recordVerification: recordVerification(deps),
   };
 }

@@ -7,10 +7,10 @@
 #   root.img        ext4 (label vmsnap-root, 3 GiB sparse), made with mkfs.ext4 -d from the tree
 #   vmlinux         the busybox guest's kernel (lab/guest-image.sh): direct kernel boot, PVH entry
 #   initramfs.cpio  the busybox guest's initramfs with lab/debian/init-root as /init: load the
-#                   virtio/ext4 modules, mount /dev/vda, switch_root to systemd
+#                   virtio/ext4 modules (and virtio-net), mount /dev/vda, switch_root to systemd
 #   manifest        package versions
 # lab/debian/customize sets up the tree (fstab, qemu-ga's hook, the writer, the console getty off).
-# Cached in $VMSNAP_GUEST_IMAGE_CACHE/debian-<hash>/ (default $VMSNAP_CACHE) where <hash> covers
+# Cached in $VMSNAP_DEBIAN_IMAGE_CACHE/debian-<hash>/ (default $VMSNAP_CACHE) where <hash> covers
 # this script, lab/debian/* and the busybox guest's inputs; the .debs in $VMSNAP_DEBIAN_DEBS
 # (default $VMSNAP_CACHE/debian-debs), so a rebuild into an empty image cache downloads nothing
 # but the package lists.
@@ -23,7 +23,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # shellcheck disable=SC2034 # lib.sh's die and ERR trap name the script by it
 WHO=debian-image
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-cache_root=${VMSNAP_GUEST_IMAGE_CACHE:-$VMSNAP_CACHE}
+# Not VMSNAP_GUEST_IMAGE_CACHE, which CI empties every run (the busybox image builds in 5 s): this
+# build takes a minute, so its cold path runs in `.ci/run --cold` (every cache empty).
+cache_root=${VMSNAP_DEBIAN_IMAGE_CACHE:-$VMSNAP_CACHE}
 debs_dir=${VMSNAP_DEBIAN_DEBS:-$VMSNAP_CACHE/debian-debs}
 SUITE=bookworm
 MIRROR=${VMSNAP_DEBIAN_MIRROR:-http://deb.debian.org/debian}
@@ -36,7 +38,7 @@ HOOK=$REPO/deploy/guest/fsfreeze-hook.d/postgresql-checkpoint
 log() { echo "debian-image: $*" >&2; }
 
 input_hash() {
-  (cd "$here" && cat debian-image.sh && "$here/guest-image.sh" dir && cat "$HOOK" && find debian -type f | LC_ALL=C sort \
+  (cd "$here" && cat debian-image.sh && basename "$("$here/guest-image.sh" dir)" && cat "$HOOK" && find debian -type f | LC_ALL=C sort \
     | while read -r f; do echo "== $f"; cat "$f"; done) | sha256sum | cut -c1-16
 }
 
@@ -91,6 +93,17 @@ build() {
   mkdir "$tmp/initrd"
   (cd "$tmp/initrd" && cpio -id --quiet <"$guest/initramfs.cpio")
   install -m 0755 "$here/debian/init-root" "$tmp/initrd/init"
+  # virtio-net too (the busybox guests have no NIC): a copy restored with its NIC sees it, an
+  # isolated one (vmsnap verify) must not. From the very kernel package the busybox image used.
+  local kpkg m f
+  kpkg=$(sed -n 's/^kernel=\([^ ]*\) .*/\1/p' "$guest/manifest")
+  f=$(compgen -G "${VMSNAP_GUEST_DEBS:-$VMSNAP_CACHE/guest-debs}/${kpkg}_*.deb" | LC_ALL=C sort -V | tail -n 1)
+  [[ -n $f ]] || { log "no $kpkg .deb in the guest image's deb cache"; exit 1; }
+  dpkg -x "$f" "$tmp/kernel"
+  for m in failover net_failover virtio_net; do
+    cp "$(find "$tmp/kernel/lib/modules" -name "$m.ko" -print -quit)" "$tmp/initrd/lib/modules/"
+    echo "$m" >>"$tmp/initrd/etc/modules-order"
+  done
   (cd "$tmp/initrd" && find . | LC_ALL=C sort | cpio -o -H newc --quiet) >"$out.tmp/initramfs.cpio"
   rm -rf "$out" && mv "$out.tmp" "$out"
   log "built $out ($(du -sh "$out" | cut -f1) on disk)"

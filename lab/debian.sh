@@ -3,7 +3,7 @@
 # an RBD root disk as Nova's images_type=rbd boots an instance: the image imported once into the
 # images pool (images/vmsnap-debian-<hash>@snap, protected), the instance's root disk a clone of
 # it, vms/<uuid>_disk, and an ephemeral data disk vms/<uuid>_disk.eph0 (ext4, label vmsnap-data,
-# mounted at /data). 1 vCPU, 1 GiB, no NIC. systemd, Debian's qemu-guest-agent (fsfreeze hook
+# mounted at /data). 1 vCPU, 1 GiB, one NIC on QEMU's user-mode network. systemd, Debian's qemu-guest-agent (fsfreeze hook
 # on), PostgreSQL 15, and the page-cache writer (lab/debian/writer) on the console.
 # Console lines are stamped with host time like the busybox guests' ($LAB_DIR/guests/vmsnap-deb/
 # ticks.log, lab/guests.sh's stamper).
@@ -12,7 +12,8 @@
 # which keeps a running, ready guest; lab:down takes it down with the rest.
 #
 #   lab/debian.sh up       build/import what is missing, start it, wait until ready
-#                                (agent answers, pg_isready through guest-exec, the writer ticks)
+#                                (agent answers, pg_isready through guest-exec, the writer and
+#                                the commit client tick)
 #   lab/debian.sh status   "debian ok" / "debian down: why"
 #   lab/debian.sh down     destroy, undefine, remove its disks and the imported image
 set -euo pipefail
@@ -64,7 +65,11 @@ XML
     </disk>
 XML
   done
+  # One NIC, QEMU's user-mode network (no host set-up): what restore --as keeps and verify drops.
   cat <<XML
+    <interface type='user'>
+      <model type='virtio'/>
+    </interface>
     <channel type='unix'>
       <source mode='bind'/>
       <target type='virtio' name='org.qemu.guest_agent.0'/>
@@ -139,16 +144,17 @@ guest_exec_ok() {
   return 1
 }
 
-writer_ticking() {
+# ticking WHAT: a console line "WHAT N" (the writer's, the commit client's) stamped in the last 3 s.
+ticking() {
   local last now_us
   now_us="${EPOCHREALTIME/./}"
-  last="$(tail -n 200 "$GUESTS_DIR/$NAME/ticks.log" 2>/dev/null | awk '$2 == "WRITER" { t = $1 } END { print (t == "" ? 0 : t) }')"
+  last="$(tail -n 400 "$GUESTS_DIR/$NAME/ticks.log" 2>/dev/null | awk -v w="$1" '$2 == w { t = $1 } END { print (t == "" ? 0 : t) }')"
   ((now_us - last < 3000000))
 }
 
 deb_ready() {
   [[ "$(dom_state "$NAME" a)" == running ]] && agent_answers "$NAME" a \
-    && guest_exec_ok /usr/bin/pg_isready -q && writer_ticking
+    && guest_exec_ok /usr/bin/pg_isready -q && ticking WRITER && ticking COMMIT
 }
 
 write_deb_env() {

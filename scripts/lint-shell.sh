@@ -6,4 +6,4 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 command -v shellcheck >/dev/null || bash lab/deps.sh
 exec shellcheck -x lab/*.sh lab/guest/* lab/debian/customize lab/debian/init-root lab/debian/writer \
-  lab/debian/committer .ci/run scripts/*.sh deploy/libvirt-hook-qemu deploy/guest/fsfreeze-hook.d/*
+  lab/debian/committer lab/debian/pg-check .ci/run scripts/*.sh deploy/libvirt-hook-qemu deploy/guest/fsfreeze-hook.d/*

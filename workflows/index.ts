@@ -5,3 +5,4 @@ export { fleetRegistry } from './fleet-registry';
 export { thawWherever } from './thaw-wherever';
 export { handOffFreeze } from './hand-off';
 export { fleetDisksInUse } from './fleet-disks';
+export { verifySnapshot } from './verify';

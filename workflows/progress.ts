@@ -24,6 +24,10 @@ export type Phase =
   | 'define'
   | 'start'
   | 'ready'
+  // a throw-away copy (vmsnap verify, workflows/verify.ts)
+  | 'check'
+  | 'discard'
+  | 'record'
   | 'done'
   | 'failed';
 

@@ -17,7 +17,8 @@ import { routeRestore } from './restore-route';
 import { timed } from './timed';
 
 /**
- * plan → (stop) → clone every disk (→ flatten) (→ verify) → define → start → agent answers.
+ * plan → (stop) → clone every disk (→ flatten) (→ verify) → define → start → agent answers
+ * (→ check → discard, for a throw-away copy).
  *
  * The undo is registered before the first side effect and runs, non-cancellable, on any failure
  * or cancel: the VM gets its definition, disks and power state back; what the restore made goes.
@@ -103,6 +104,7 @@ export async function restoreVm(request: RestoreRequest): Promise<RestoreResult>
           { workflowId, plan, timeoutMs: input.readyTimeoutMs },
         ]),
       );
+      if (input.throwaway) return await discard(plan, sums, input.throwaway);
       return finish(plan, sums, false);
     } catch (err) {
       progress.phase('compensate');
@@ -111,6 +113,27 @@ export async function restoreVm(request: RestoreRequest): Promise<RestoreResult>
       upsertSearchAttributes([{ key: SA.result, value: 'failed' }]);
       throw err;
     }
+  }
+
+  /**
+   * A throw-away copy (vmsnap verify): its check, then everything the restore made goes, through
+   * the same undo a failed restore runs. A failing check is an outcome, returned.
+   */
+  async function discard(p: RestorePlan, sums: (string | undefined)[], t: NonNullable<RestoreInput['throwaway']>): Promise<RestoreResult> {
+    const argv = t.check;
+    if (argv) progress.phase('check');
+    const check = argv
+      ? await timed(steps, 'check', () =>
+          restoreWaits(t.checkTimeoutMs).runGuestCheck.executeWithOptions({ summary: `check ${argv.join(' ')} in ${p.domain.name}` }, [
+            { workflowId, plan: p, argv, timeoutMs: t.checkTimeoutMs },
+          ]),
+        )
+      : undefined;
+    progress.phase('discard');
+    await timed(steps, 'discard', () =>
+      restoreUndo().undoRestore.executeWithOptions({ summary: `remove the copy ${p.domain.name}` }, [{ workflowId, plan: p }]),
+    );
+    return { ...finish(p, sums, false), ...(check ? { check } : {}), discarded: true };
   }
 
   function finish(p: RestorePlan, sums: (string | undefined)[], reused: boolean): RestoreResult {

@@ -26,6 +26,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   setup: lazy('setup'),
   list: lazy('list'),
   restore: lazy('restore'),
+  verify: lazy('verify'),
   fleet: lazy('fleet'),
   'arrival-guard': lazy('arrival-guard'),
 };
@@ -46,6 +47,7 @@ Commands:
   doctor                 check Temporal, libvirt, guest agents, disks and Ceph; says how to fix
   list <domain>          a VM's image sets, newest first (what restore can use)
   restore <domain>       restore a VM from an image set, in place or --as a new VM (--confirm to drop kept disks)
+  verify <domain>        prove an image set boots (and passes --check) as a throw-away VM; records the verdict
   fleet hosts|forget     the fleet registry: each host's state; retire a host gone for good
   arrival-guard <uuid>   (started by libvirt's hook) thaw a guest that migrated here frozen, at its deadline
 `;

@@ -83,6 +83,8 @@ export const FailureType = {
   ShutdownTimeout: 'ShutdownTimeout',
   /** restore: the restored VM's guest agent did not answer within the timeout. */
   GuestNotReady: 'GuestNotReady',
+  /** restore: libvirt could not start the restored VM (QEMU refused it: a disk, the definition). */
+  DomainStartFailed: 'DomainStartFailed',
   /**
    * One or more undo steps failed after every step had its turn; the message names each, and the
    * first failure is the cause. Never retryable: the run already ended.

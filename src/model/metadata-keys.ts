@@ -59,6 +59,9 @@ export const RESTORE_SCOPE_META = {
   replacedHost: 'vmsnap.restore.replaced-host',
 } as const;
 
+/** On every image of a set: the last `vmsnap verify` verdict (JSON, src/model/verification.ts). */
+export const VERIFY_META = 'vmsnap.verify';
+
 /** The restore record on every image of a finished image set (src/model/restore-point.ts). */
 export const RESTORE_POINT_KEY = 'vmsnap.restore-point';
 

@@ -33,12 +33,28 @@ export const RestoreInputSchema = z
      * name (restored disks, marks, --confirm) derives from the router's id. Must equal the parent's id.
      */
     routedBy: z.string().min(1).max(1000).optional(),
+    /** `--as`: the new VM gets no network interfaces, so it cannot talk to anything. */
+    isolate: z.boolean().default(false),
+    /**
+     * `--as` for `vmsnap verify` (workflows/verify.ts): once the copy is ready, run `check` in it
+     * through the agent (bounded by checkTimeoutMs), then remove the copy and everything the
+     * restore made, whatever the outcome. The result carries the check's outcome.
+     */
+    throwaway: z
+      .object({
+        check: z.array(z.string().min(1).max(4096)).min(1).max(64).optional(),
+        checkTimeoutMs: z.number().int().positive().max(3_600_000).default(60_000),
+      })
+      .strict()
+      .optional(),
     shutdownTimeoutMs: z.number().int().positive().max(3_600_000).default(120_000),
     readyTimeoutMs: z.number().int().positive().max(3_600_000).default(180_000),
   })
   .strict()
   .refine((r) => !(r.as && r.stop), { message: '--stop applies to in-place restores only (the source VM is never touched by --as)' })
-  .refine((r) => !(r.host && !r.as), { message: 'host applies to --as only (an in-place restore runs where the VM is)' });
+  .refine((r) => !(r.host && !r.as), { message: 'host applies to --as only (an in-place restore runs where the VM is)' })
+  .refine((r) => !(r.isolate && !r.as), { message: 'isolate applies to --as only' })
+  .refine((r) => !(r.throwaway && !(r.as && r.isolate)), { message: 'a throw-away copy is an isolated --as restore' });
 
 export type RestoreRequest = z.input<typeof RestoreInputSchema>;
 export type RestoreInput = z.output<typeof RestoreInputSchema>;

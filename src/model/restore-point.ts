@@ -1,3 +1,5 @@
+import { decodeVerification } from './verification';
+import type { CheckOutcome, Verification } from './verification';
 import { META } from './types';
 import type { RbdLocation } from './types';
 
@@ -10,7 +12,7 @@ import type { RbdLocation } from './types';
  */
 
 export { RESTORE_POINT_KEY } from './metadata-keys';
-import { RESTORE_POINT_KEY } from './metadata-keys';
+import { RESTORE_POINT_KEY, VERIFY_META } from './metadata-keys';
 const VERSION = 1;
 
 export interface RestorePointDisk {
@@ -78,6 +80,8 @@ export interface ImageSet {
   complete: boolean;
   restorable: boolean;
   schedule?: string;
+  /** The last `vmsnap verify` verdict on this set. */
+  verification?: Verification;
   disks: { target: string; image: string; sizeBytes: number; state: string }[];
 }
 
@@ -120,6 +124,8 @@ function toSet(workflowId: string, imgs: CatalogImage[]): ImageSet {
   const allPresent = !!point && point.disks.every((d) => disks.some((x) => x.image === d.image));
   const q = imgs[0].meta[META.quiesced];
   const schedule = imgs[0].meta[`${META.labelPrefix}schedule`];
+  // Written on every image of the set; the newest verdict wins when a write was interrupted.
+  const verification = imgs.map((i) => decodeVerification(i.meta[VERIFY_META])).filter((v) => v !== undefined).sort((a, b) => (a.at < b.at ? 1 : -1))[0];
   return {
     workflowId,
     ...(point ? { runId: point.runId, domainUuid: point.domain.uuid } : {}),
@@ -129,6 +135,7 @@ function toSet(workflowId: string, imgs: CatalogImage[]): ImageSet {
     complete: allComplete,
     restorable: allComplete && allPresent,
     ...(schedule ? { schedule } : {}),
+    ...(verification ? { verification } : {}),
     disks,
   };
 }
@@ -162,6 +169,8 @@ export interface RestorePlan {
   hasAgent: boolean;
   /** A completed earlier run of this restore id already did everything. */
   alreadyRestored: boolean;
+  /** `as`: defined without network interfaces. */
+  isolate?: boolean;
   disks: RestoreDiskPlan[];
 }
 
@@ -174,5 +183,8 @@ export interface RestoreResult {
   /** In place: the replaced disks, kept until `vmsnap restore --confirm <workflow id>`. */
   kept: string[];
   reusedExisting?: boolean;
+  /** A throw-away copy (input.throwaway): the check's outcome; the copy and its disks are gone. */
+  check?: CheckOutcome;
+  discarded?: boolean;
   stepsMs: Record<string, number>;
 }

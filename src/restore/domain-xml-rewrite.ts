@@ -33,6 +33,8 @@ export interface NewDomainEdits {
   uuid: string;
   /** Old `pool/image` → new `pool/image`. */
   disks: ReadonlyMap<string, string>;
+  /** No network interfaces at all: a copy that must not talk to anything (`vmsnap verify`). */
+  isolate?: boolean;
 }
 
 /**
@@ -46,10 +48,16 @@ export function rewriteForNewDomain(xml: string, e: NewDomainEdits): string {
   out = replaceFirstElementText(out, 'uuid', e.uuid);
   out = out.replace(/[ \t]*<mac\s+address=(['"])[^'"]*\1\s*\/>\s*\n?/g, '');
   out = swapRbdSources(out, e.disks);
+  if (e.isolate) out = withoutInterfaces(out);
   out = out.replace(/<(source|log)\b[^>]*>/g, (tag) =>
     tag.replace(ATTR(tag.startsWith('<log') ? 'file' : 'path'), (_w, pre: string, q: string, p: string) => `${pre}${q}${escapeAttr(renamePath(p, e.name))}${q}`),
   );
   return out;
+}
+
+/** Every `<interface>` element removed (with its line when it has one of its own). */
+export function withoutInterfaces(xml: string): string {
+  return xml.replace(/[ \t]*<interface\b[^>]*?(?:\/>|>[\s\S]*?<\/interface>)[ \t]*\n?/g, '');
 }
 
 function renamePath(p: string, name: string): string {

@@ -10,7 +10,8 @@ import { emit } from '../output';
 const HELP = `Usage: vmsnap list <domain> [--pool POOL] [--json]
 
 Every image set vmsnap made of a VM (by its name or UUID), newest first: time, the run's workflow
-id, quiesced, disks → images and sizes, schedule, and whether the set can be restored. Reads the
+id, quiesced, disks → images and sizes, schedule, whether the set can be restored, and the last
+"vmsnap verify" verdict on it. Reads the
 images' RBD metadata straight from Ceph (no Temporal needed).
 
   --pool POOL              image pool (default: the configured image pool, "images")
@@ -39,6 +40,7 @@ function human(domain: string, sets: ImageSet[]): string {
   for (const s of sets) {
     const flags = [s.quiesced === null ? 'quiesced=?' : `quiesced=${s.quiesced}`, s.restorable ? 'restorable' : s.complete ? 'no restore record' : 'INCOMPLETE'];
     if (s.schedule) flags.push(`schedule=${s.schedule}`);
+    if (s.verification) flags.push(`${s.verification.verdict === 'verified' ? 'VERIFIED' : 'VERIFY-FAILED'} ${s.verification.at}`);
     lines.push(`${s.createdAt}  ${s.workflowId}  ${flags.join('  ')}`);
     for (const d of s.disks) lines.push(`    ${d.target.padEnd(5)} → ${d.image}  ${mib(d.sizeBytes)}${d.state === 'complete' ? '' : `  (${d.state || 'no state'})`}`);
   }
