@@ -31,6 +31,8 @@ export interface ActivityDeps {
   guard: FreezeGuard;
   /** How far two hosts' wall clocks may disagree (config clockSkewMs): a travelled freeze's deadline is judged with it. */
   clockSkewMs?: number;
+  /** config memoryReserveMiB: what a new VM placed here must leave free. */
+  memoryReserveMiB?: number;
   metrics: Metrics;
   log: Logger;
   /** The fleet's restore-record key (config restoreKeyFile), read on each use; absent: records are written unsigned and `restore --as` refuses. */

@@ -1,5 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { isNoDomain } from '../src/libvirt';
+import type { LibvirtClient } from '../src/libvirt';
 import { FailureType } from '../src/model/failures';
 import { isAlive, isLost, isWorthAsking } from '../src/model/fleet';
 import type { FleetHost, Presence } from '../src/model/fleet';
@@ -11,9 +12,9 @@ import { during } from './step-error';
 
 /** This host's view of one domain (read-only libvirt): the router asks every live host. */
 export function domainPresence(deps: ActivityDeps) {
-  return async function domainPresence(req: { domain: string; taskQueue: string }): Promise<Presence> {
+  return async function domainPresence(req: { domain: string; taskQueue: string; withRoom?: boolean }): Promise<Presence> {
     const lv = await deps.libvirtReadOnly();
-    const base = { host: deps.host, taskQueue: req.taskQueue };
+    const base = { host: deps.host, taskQueue: req.taskQueue, ...(req.withRoom ? { roomKiB: await roomKiB(lv, deps.memoryReserveMiB ?? 0) } : {}) };
     let dom;
     try {
       dom = await lv.lookupDomain(req.domain);
@@ -27,13 +28,22 @@ export function domainPresence(deps: ActivityDeps) {
 }
 
 /**
+ * What a new VM may take here: libvirt's free + buffers + cached (the kernel gives page cache
+ * back) minus the host's reserve, never below 0.
+ */
+async function roomKiB(lv: LibvirtClient, reserveMiB: number): Promise<number> {
+  const m = await during('read host memory', () => lv.nodeMemoryStats());
+  return Math.max(0, (m.free ?? 0) + (m.buffers ?? 0) + (m.cached ?? 0) - reserveMiB * 1024);
+}
+
+/**
  * Which of these RBD disks (`pool/image`, `pool/namespace/image`) a domain defined on this host
  * uses, running or not (read-only libvirt): another host's reaper asks before it removes a disk.
  */
 export function rbdDisksDefinedHere(deps: ActivityDeps) {
   return async function rbdDisksDefinedHere(req: { disks: string[] }): Promise<{ disk: string; domain: string }[]> {
     const defined = await definedRbdDisks(await deps.libvirtReadOnly());
-    return req.disks.flatMap((disk) => (defined.has(disk) ? [{ disk, domain: defined.get(disk)! }] : []));
+    return req.disks.flatMap((disk) => (defined.get(disk) ?? []).map((u) => ({ disk, domain: u.name })));
   };
 }
 

@@ -14,6 +14,8 @@ import { during } from './step-error';
 export interface RestoreDiskRequest {
   workflowId: string;
   disk: RestoreDiskPlan;
+  /** A throw-away copy's disk: marked so, its domain is the reaper's too once the run is closed. */
+  throwaway?: boolean;
 }
 
 /**
@@ -62,6 +64,7 @@ async function makeClone(deps: ActivityDeps, req: RestoreDiskRequest): Promise<v
     for (const [k, v] of Object.entries(restoreScopeMetadata(deps.scope, deps.host))) await img.setMetadata(k, v);
     await img.setMetadata(RESTORE_META.from, `${rbdSpec(image)}@${snap}`);
     if (previous) await img.setMetadata(RESTORE_META.previous, rbdSpec(previous));
+    if (req.throwaway) await img.setMetadata(RESTORE_META.throwaway, '1');
   } finally {
     await img.close();
   }

@@ -51,6 +51,8 @@ export interface RestoreSource {
   domain: { name: string; uuid: string };
   /** The run the set came from: `latest` resolved once, so every host restores the same set. */
   fromWorkflowId: string;
+  /** The VM's `<memory>` in its recorded definition: what a copy of it needs where it is placed. */
+  memoryKiB?: number;
 }
 
 /**
@@ -65,7 +67,8 @@ export function restoreSource(deps: ActivityDeps) {
     const chosen = chooseImageSet(input.domain, imageSetsOf(input.domain, catalog), input.from);
     if (!chosen.ok) throw ApplicationFailure.nonRetryable(chosen.message, chosen.type);
     const point = recordOf(chosen.set, catalog);
-    return { domain: point.domain, fromWorkflowId: point.workflowId };
+    const { memoryKiB } = parseDomainXml(point.domainXml);
+    return { domain: point.domain, fromWorkflowId: point.workflowId, ...(memoryKiB ? { memoryKiB } : {}) };
   };
 }
 

@@ -1,6 +1,6 @@
 import type { ActivityDeps } from './deps';
 import { runGuestCheck } from './guest-check';
-import { recordVerification } from './verification';
+import { recordVerification, verificationIsDue } from './verification';
 import { planRestore, restoreSource } from './restore-plan';
 import { cloneRestoreDisk, flattenRestoreDisk, verifyRestoreDisk } from './restore-disks';
 import { defineRestoredDomain, startRestoredDomain, stopDomain, undoRestore, waitGuestReady } from './restore-domain';
@@ -20,5 +20,6 @@ export function restoreActivities(deps: ActivityDeps) {
     undoRestore: undoRestore(deps),
     runGuestCheck: runGuestCheck(deps),
     recordVerification: recordVerification(deps),
+    verificationIsDue: verificationIsDue(deps),
   };
 }

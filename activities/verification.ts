@@ -6,9 +6,20 @@ import { parseRbdSpec } from '../src/model/restore-plan';
 import { imageSetsOf } from '../src/model/restore-point';
 import { encodeVerification } from '../src/model/verification';
 import type { Verification } from '../src/model/verification';
+import { verificationDue } from '../src/model/verify-every';
+import { M } from '../src/host/metrics';
 import { readCatalog } from '../src/restore/catalog';
 import type { ActivityDeps } from './deps';
 import { during } from './step-error';
+
+/** input.verifyEvery: is this run's set due for a verification (src/model/verify-every.ts)? */
+export function verificationIsDue(deps: ActivityDeps) {
+  return async function verificationIsDue(req: { imagePool: string; domain: string; workflowId: string; every: number; schedule?: string }): Promise<boolean> {
+    const io = await during(`open pool ${req.imagePool}`, () => deps.ioctx(req.imagePool));
+    const catalog = await during(`list images in ${req.imagePool}`, () => readCatalog(io));
+    return verificationDue(imageSetsOf(req.domain, catalog), req.workflowId, req.every, req.schedule);
+  };
+}
 
 export interface RecordVerificationRequest {
   imagePool: string;
@@ -39,6 +50,8 @@ export function recordVerification(deps: ActivityDeps) {
         await img.close();
       }
     }
+    deps.metrics.inc(M.verifications, { verdict: req.verification.verdict });
+    if (req.verification.verdict === 'verified') deps.metrics.set(M.lastVerified, Math.floor(Date.parse(req.verification.at) / 1000), { domain: set.domain });
     return { images: set.disks.map((d) => d.image) };
   };
 }

@@ -80,6 +80,12 @@ export const ConfigSchema = z.strictObject({
    * ended by the host it runs on no earlier than its deadline plus this.
    */
   clockSkewMs: z.number().int().min(0).max(600_000).default(1000),
+  /**
+   * Memory this host keeps for itself (hypervisor, Ceph client, page cache it needs), as Nova's
+   * reserved_host_memory_mb: a new VM (restore --as, a verify copy) is placed here only when the
+   * host's available memory minus this still holds the VM's.
+   */
+  memoryReserveMiB: z.number().int().min(0).max(16 * 1024 * 1024).default(512),
   /** How often the worker looks for leftovers of runs that ended uncompensated (terminated). */
   reapIntervalMs: z.number().int().min(500).max(24 * 3600_000).default(60_000),
   /**
@@ -133,6 +139,7 @@ export function fromEnv(env: NodeJS.ProcessEnv): ConfigOverrides {
     clockSkewMs: num(env.VMSNAP_CLOCK_SKEW_MS),
     maxWindowsPerHost: num(env.VMSNAP_MAX_WINDOWS_PER_HOST),
     maxSnapshotsPerCluster: num(env.VMSNAP_MAX_SNAPSHOTS_PER_CLUSTER),
+    memoryReserveMiB: num(env.VMSNAP_MEMORY_RESERVE_MIB),
     reapIntervalMs: num(env.VMSNAP_REAP_INTERVAL_MS),
     fleetId: env.VMSNAP_FLEET_ID,
     ownerRecordHorizonMs: num(env.VMSNAP_OWNER_RECORD_HORIZON_MS),

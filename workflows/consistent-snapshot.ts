@@ -23,6 +23,7 @@ import { applyRetentionPolicy } from './retention';
 import { timed } from './timed';
 import { routeSnapshot } from './fleet-route';
 import { FLEET_TASK_QUEUE } from '../src/model/fleet';
+import { verifyIfDue } from './verify-every';
 
 /**
  * inspect → freeze → snapshot every disk → thaw → clone → flatten → finalize.
@@ -68,30 +69,36 @@ export async function consistentSnapshot(request: SnapshotRequest): Promise<Snap
     { key: SA.host, value: found.host },
   ]);
 
-  progress.phase('lock');
-  const lock = await timed(steps, 'lock', () => acquireDomainLock(plan.domain, { workflowId: info.workflowId, runId }));
-  try {
-    const targets = await timed(steps, 'checkTargets', () =>
-      inspection().checkTargets.executeWithOptions({ summary: 'check target names' }, [
-        { workflowId, disks: plan.disks, ...(legacy ? { legacyDisks: legacy.disks } : {}) },
-      ]),
-    );
-    if (targets.legacyNames && legacy) plan = legacy;
-    if (targets.complete) return finish(await applyRetentionPolicy(input, plan, reused(plan, found, workflowId, steps, targets.records), progress));
-    if (targets.staleImages.length || targets.staleSnaps.length) {
-      await removeImages(workflowId, targets.staleImages);
-      await cleanup().removeSourceSnaps.executeWithOptions({ summary: 'remove an earlier attempt’s snapshots' }, [
-        { snaps: targets.staleSnaps.map((d) => ({ source: d.source, snap: d.sourceSnap })) },
-      ]);
+  const result = await underLock();
+  // After the lock is released: a verify copy boots for minutes and never needs the VM held.
+  return input.routedBy ? result : verifyIfDue(input, result, progress);
+
+  async function underLock(): Promise<SnapshotResult> {
+    progress.phase('lock');
+    const lock = await timed(steps, 'lock', () => acquireDomainLock(plan.domain, { workflowId: info.workflowId, runId }));
+    try {
+      const targets = await timed(steps, 'checkTargets', () =>
+        inspection().checkTargets.executeWithOptions({ summary: 'check target names' }, [
+          { workflowId, disks: plan.disks, ...(legacy ? { legacyDisks: legacy.disks } : {}) },
+        ]),
+      );
+      if (targets.legacyNames && legacy) plan = legacy;
+      if (targets.complete) return finish(await applyRetentionPolicy(input, plan, reused(plan, found, workflowId, steps, targets.records), progress));
+      if (targets.staleImages.length || targets.staleSnaps.length) {
+        await removeImages(workflowId, targets.staleImages);
+        await cleanup().removeSourceSnaps.executeWithOptions({ summary: 'remove an earlier attempt’s snapshots' }, [
+          { snaps: targets.staleSnaps.map((d) => ({ source: d.source, snap: d.sourceSnap })) },
+        ]);
+      }
+      const result = await snapshotAndCopy(plan, input, found, steps, progress);
+      return finish(await applyRetentionPolicy(input, plan, result, progress));
+    } catch (err) {
+      progress.phase('failed');
+      upsertSearchAttributes([{ key: SA.result, value: 'failed' }]);
+      throw err;
+    } finally {
+      await lock.release();
     }
-    const result = await snapshotAndCopy(plan, input, found, steps, progress);
-    return finish(await applyRetentionPolicy(input, plan, result, progress));
-  } catch (err) {
-    progress.phase('failed');
-    upsertSearchAttributes([{ key: SA.result, value: 'failed' }]);
-    throw err;
-  } finally {
-    await lock.release();
   }
 
   function finish(result: SnapshotResult): SnapshotResult {

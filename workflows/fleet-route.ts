@@ -11,6 +11,7 @@ import { unwrapChild } from './child-failure';
 import { fleetOps, locate, lookUntilSure } from './locate';
 import { Progress } from './progress';
 import { handOffFreeze } from './hand-off';
+import { verifyIfDue } from './verify-every';
 
 /** The first check of a run's host still beating; then every LOST_AFTER_INTERVALS of its beats. */
 const HOST_WATCH_MS = 30_000;
@@ -47,13 +48,14 @@ export async function routeSnapshot(input: SnapshotInput, request: SnapshotReque
       args: [{ ...request, routedBy: workflowId }],
     });
     try {
-      const result = (await raceHostLoss(child.result() as Promise<SnapshotResult>, at.host, childId, at.uuid)) as SnapshotResult;
+      const copied = (await raceHostLoss(child.result() as Promise<SnapshotResult>, at.host, childId, at.uuid)) as SnapshotResult;
+      const result = await verifyIfDue(input, moves.length ? { ...copied, relocations: moves } : copied, progress);
       progress.phase('done');
       upsertSearchAttributes([
         { key: SA.quiesced, value: result.quiesced },
         { key: SA.result, value: 'succeeded' },
       ]);
-      return moves.length ? { ...result, relocations: moves } : result;
+      return result;
     } catch (err) {
       const type = failureType(err);
       const movedAway = type === FailureType.DomainNotFound || type === FailureType.DomainNotRunning || type === FailureType.DomainMoved;

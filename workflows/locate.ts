@@ -41,14 +41,17 @@ export async function lookUntilSure<P>(look: () => Promise<P>, unsure: (p: P) =>
   return p;
 }
 
-/** Every host worth asking (not draining) answers whether it has the domain (a name or a UUID). */
-export async function askHosts(domain: string): Promise<{ answers: Presence[]; unanswered: string[] }> {
+/**
+ * Every host worth asking (not draining) answers whether it has the domain (a name or a UUID);
+ * with `room`, also how much memory a new VM may take there.
+ */
+export async function askHosts(domain: string, room = false): Promise<{ answers: Presence[]; unanswered: string[] }> {
   // A draining host (its worker stopping or restarting) is not asked, but its silence, like that of
   // a late host, leaves "not found" unsure: only a lost one is ruled out (judgeAnswers).
   const hosts = await fleetOps().fleetHosts();
   const live = hosts.filter((h) => h.ask);
   const settled = await Promise.allSettled(
-    live.map((h) => presenceOn(h.taskQueue).domainPresence.executeWithOptions({ summary: `is ${domain} on ${h.host}?` }, [{ domain, taskQueue: h.taskQueue }])),
+    live.map((h) => presenceOn(h.taskQueue).domainPresence.executeWithOptions({ summary: `is ${domain} on ${h.host}?` }, [{ domain, taskQueue: h.taskQueue, ...(room ? { withRoom: true } : {}) }])),
   );
   const asked = settled.map((s) => (s.status === 'fulfilled' ? s.value : undefined));
   const judged = judgeAnswers(hosts, asked);

@@ -30,8 +30,17 @@ export async function routeRestore(input: RestoreInput): Promise<RestoreResult> 
   const progress = new Progress(input.as ?? input.domain);
   progress.phase('plan');
   const source = await catalogOps().restoreSource.executeWithOptions({ summary: `which image set of ${input.domain} (${input.from})` }, [{ input }]);
-  const where = { uuid: source.domain.uuid, name: source.domain.name, mode: input.as ? ('as' as const) : ('in-place' as const), stop: input.stop, ...(input.host ? { host: input.host } : {}) };
-  const placed = await lookUntilSure(async () => placeRestore(where, ...(await asked(source.domain.uuid))), (p) => !p.ok && p.retry);
+  const where = {
+    uuid: source.domain.uuid,
+    name: source.domain.name,
+    mode: input.as ? ('as' as const) : ('in-place' as const),
+    stop: input.stop,
+    ...(input.host ? { host: input.host } : {}),
+    ...(input.as && source.memoryKiB ? { needKiB: source.memoryKiB } : {}),
+  };
+  // A new VM needs memory where it lands: hosts say how much they have when there is a choice.
+  const room = where.mode === 'as' && !where.host;
+  const placed = await lookUntilSure(async () => placeRestore(where, ...(await asked(source.domain.uuid, room))), (p) => !p.ok && p.retry);
   if (!placed.ok) {
     if (placed.retry) throw ApplicationFailure.retryable(placed.message, placed.type);
     throw ApplicationFailure.nonRetryable(placed.message, placed.type);
@@ -57,8 +66,8 @@ export async function routeRestore(input: RestoreInput): Promise<RestoreResult> 
   }
 }
 
-async function asked(uuid: string): Promise<[Awaited<ReturnType<typeof askHosts>>['answers'], string[]]> {
-  const { answers, unanswered } = await askHosts(uuid);
+async function asked(uuid: string, room: boolean): Promise<[Awaited<ReturnType<typeof askHosts>>['answers'], string[]]> {
+  const { answers, unanswered } = await askHosts(uuid, room);
   return [answers, unanswered];
 }
 

@@ -159,7 +159,7 @@ export async function restoreVm(request: RestoreRequest): Promise<RestoreResult>
   }
 
   async function copyDisk(d: RestoreDiskPlan, inp: RestoreInput, prog: Progress, st: Record<string, number>): Promise<string | undefined> {
-    const req = { workflowId, disk: d };
+    const req = { workflowId, disk: d, ...(inp.throwaway ? { throwaway: true } : {}) };
     prog.phase('clone');
     await timed(st, `clone:${d.target}`, () =>
       restoreCopies(inp).cloneRestoreDisk.executeWithOptions({ summary: `clone ${rbdSpec(d.image)}@${d.snap} → ${rbdSpec(d.clone)}` }, [req]),

@@ -124,6 +124,10 @@ export const M = {
   snapshotMs: 'vmsnap_snapshot_ms',
   flattenMs: 'vmsnap_flatten_ms',
   failures: 'vmsnap_failures_total',
+  /** vmsnap verify verdicts recorded by this worker (any worker of the fleet queue records them), by `verdict`. */
+  verifications: 'vmsnap_verifications_total',
+  /** When a set of `domain` was last verified (by this worker): `max by (domain)` across the fleet. */
+  lastVerified: 'vmsnap_last_verified_timestamp_seconds',
   /** The fleet as the registry says it is at this scrape (every host, not only this one). */
   fleetHostAlive: 'vmsnap_fleet_host_alive',
   fleetHostLastSeen: 'vmsnap_fleet_host_last_seen_seconds',

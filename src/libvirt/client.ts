@@ -50,6 +50,14 @@ const AGENT_TIMEOUT_SLACK_MS = 5_000;
 
 type Encode = (w: XdrWriter) => void;
 
+/** VIR_NODE_MEMORY_STATS_ALL_CELLS, and REMOTE_NODE_MEMORY_STATS_MAX. */
+const ALL_CELLS = -1;
+const MEMORY_STATS_MAX = 16;
+
+function readMemoryStat(r: XdrReader): { field: string; value: bigint } {
+  return { field: r.string(), value: r.uhyper() };
+}
+
 export class LibvirtClient {
   private readonly callTimeoutMs: number;
 
@@ -112,6 +120,22 @@ export class LibvirtClient {
     const domains = r.array(readDomain, 16_384);
     r.uint(); // count, equal to domains.length
     return domains;
+  }
+
+  /**
+   * REMOTE_PROC_NODE_GET_MEMORY_STATS (virNodeGetMemoryStats) for all cells, in KiB by libvirt's
+   * field names (Linux: total, free, buffers, cached). Called twice, as libvirt's own client does:
+   * nparams 0 asks how many fields there are.
+   */
+  async nodeMemoryStats(opts?: CallOptions): Promise<Record<string, number>> {
+    const ask = (n: number) => this.remote(RemoteProcedure.NODE_GET_MEMORY_STATS, (w) => w.int(n).int(ALL_CELLS).uint(0), opts);
+    const first = await ask(0);
+    first.array(readMemoryStat, MEMORY_STATS_MAX);
+    const r = await ask(first.int());
+    const out: Record<string, number> = {};
+    for (const s of r.array(readMemoryStat, MEMORY_STATS_MAX)) out[s.field] = Number(s.value);
+    r.int();
+    return out;
   }
 
   /** REMOTE_PROC_DOMAIN_GET_STATE (virDomainGetState). `reason` is the state-specific reason enum. */

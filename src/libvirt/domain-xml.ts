@@ -36,6 +36,8 @@ export interface DomainInfo {
   hasAgentChannel: boolean;
   /** libvirt's view of the agent channel of a running domain: `connected` once qemu-ga opened it. */
   agentChannelState?: 'connected' | 'disconnected';
+  /** `<memory>` (the most the VM may use), in KiB; absent when the XML has none. */
+  memoryKiB?: number;
 }
 
 const AGENT_CHANNEL = 'org.qemu.guest_agent.0';
@@ -54,8 +56,18 @@ export function parseDomainXml(xml: string): DomainInfo {
     uuid: child(domain, 'uuid')?.text.trim().toLowerCase() ?? '',
     disks: children(devices, 'disk').map(readDisk),
     hasAgentChannel: agent !== undefined,
+    ...memoryOf(child(domain, 'memory')),
     ...(state === 'connected' || state === 'disconnected' ? { agentChannelState: state } : {}),
   };
+}
+
+/** libvirt's memory units (virScaleInteger): bytes, or powers of 1000 or 1024 (K, KiB, M, …). */
+const SCALE: Record<string, number> = { b: 1, bytes: 1, kb: 1e3, k: 1024, kib: 1024, mb: 1e6, m: 1024 ** 2, mib: 1024 ** 2, gb: 1e9, g: 1024 ** 3, gib: 1024 ** 3, tb: 1e12, t: 1024 ** 4, tib: 1024 ** 4 };
+
+function memoryOf(el: XmlElement | undefined): { memoryKiB?: number } {
+  const n = Number(el?.text.trim());
+  const scale = SCALE[(el?.attrs.unit ?? 'KiB').toLowerCase()];
+  return el && Number.isFinite(n) && scale ? { memoryKiB: Math.ceil((n * scale) / 1024) } : {};
 }
 
 function readDisk(disk: XmlElement): DomainDisk {

@@ -77,6 +77,8 @@ export const FailureType = {
   RestoreRecordUntrusted: 'RestoreRecordUntrusted',
   /** restore --as: the definition it would define has a host device, a host path or a disk outside the allow-list. */
   DefinitionRefused: 'DefinitionRefused',
+  /** restore --as / verify: no live host has the new VM's memory free beyond its reserve (memoryReserveMiB). */
+  NoCapacity: 'NoCapacity',
   /** restore in place: the VM runs and --stop was not given. */
   DomainRunning: 'DomainRunning',
   /** restore --stop: the guest did not power off within the timeout. */

@@ -135,9 +135,10 @@ export function isWorthAsking(h: Pick<FleetHost, 'seenAt' | 'intervalMs'>, now: 
 }
 
 /** A host's view of one domain, as the locate step asks every live host. */
+/** `roomKiB`, when asked for: memory a new VM may take there (available minus the host's reserve). */
 export type Presence =
-  | { host: string; taskQueue: string; found: false }
-  | { host: string; taskQueue: string; found: true; uuid: string; name: string; state: string };
+  | { host: string; taskQueue: string; found: false; roomKiB?: number }
+  | { host: string; taskQueue: string; found: true; uuid: string; name: string; state: string; roomKiB?: number };
 
 export type Placement =
   | { ok: true; host: string; taskQueue: string; uuid: string; name: string }

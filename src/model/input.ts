@@ -94,6 +94,14 @@ export const SnapshotInputSchema = z
      * domain down to this policy. Never touches an image without both labels.
      */
     retention: RetentionPolicySchema.optional(),
+    /**
+     * After a successful run, verify its image set (vmsnap verify: an isolated throw-away copy
+     * boots, `verifyCheck` passes) when none of the verifyEvery−1 sets of this VM (and schedule)
+     * before it carries a verdict: 1 verifies every run.
+     */
+    verifyEvery: z.number().int().min(1).max(1000).optional(),
+    /** With verifyEvery: argv run in the copy through the agent's guest-exec (exit 0 passes). */
+    verifyCheck: z.array(z.string().min(1).max(4096)).min(1).max(64).optional(),
   })
   .refine((i) => i.snapshotTimeoutMs < i.freezeDeadlineMs, {
     message: 'snapshotTimeoutMs must be below freezeDeadlineMs (the snapshot happens inside the freeze)',
@@ -107,6 +115,11 @@ export const SnapshotInputSchema = z
     message: 'retention requires labels.schedule: it only prunes images carrying that schedule label',
     path: ['retention'],
   })
+  .refine((i) => !i.verifyEvery || i.target.clone, {
+    message: 'verifyEvery restores the image set; there is none with target.clone=false (snapshot-only mode)',
+    path: ['verifyEvery'],
+  })
+  .refine((i) => !i.verifyCheck || !!i.verifyEvery, { message: 'verifyCheck applies with verifyEvery only', path: ['verifyCheck'] })
   .refine((i) => !i.retention || i.target.clone, {
     message: 'retention prunes images; it cannot be used with target.clone=false (snapshot-only mode)',
     path: ['retention'],

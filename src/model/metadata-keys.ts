@@ -42,6 +42,8 @@ export const RESTORE_META = {
   flattenStarted: 'vmsnap.restore.flatten-started',
   /** On a replaced disk: the restore workflow that replaced it, until `vmsnap restore --confirm`. */
   replacedBy: 'vmsnap.restore.replaced-by',
+  /** On a disk of a throw-away copy (vmsnap verify): '1'. Its domain goes with it once the run is closed. */
+  throwaway: 'vmsnap.restore.throwaway',
   replacedAt: 'vmsnap.restore.replaced-at',
 } as const;
 

@@ -1,4 +1,5 @@
 import type { RunScope } from './identity';
+import { restoredDomainUuid } from './restore-plan';
 import { RESTORE_META } from './restore-point';
 
 /*
@@ -28,6 +29,30 @@ export { RESTORE_SCOPE_META } from './metadata-keys';
 import { RESTORE_SCOPE_META } from './metadata-keys';
 
 const ENDED_UNFINISHED: ReadonlySet<RunStatus> = new Set<RunStatus>(['FAILED', 'CANCELLED', 'TERMINATED', 'TIMED_OUT']);
+
+/** Closed, however: nobody is left to discard a throw-away copy (a completed one discarded its own). */
+const CLOSED: ReadonlySet<RunStatus> = new Set<RunStatus>([...ENDED_UNFINISHED, 'COMPLETED']);
+
+/**
+ * A throw-away copy (vmsnap verify) whose restore is closed — terminated mid-check, its host
+ * gone under it — still runs with nobody to discard it, and its domain keeps its disks "in use".
+ * The domains to end before the disk follows the rule above: only for a disk marked throw-away,
+ * made by this host in this scope, whose every user here is the copy that restore defined (the
+ * UUID derived from its workflow id, which no other VM has). Anything else using it: none.
+ */
+export function throwawayCopyToEnd(
+  meta: Readonly<Record<string, string>>,
+  ctx: Pick<LeftoverContext, 'scope' | 'host' | 'statusOf'> & { users: { name: string; uuid: string }[] },
+): { workflowId: string; status: RunStatus; domains: { name: string; uuid: string }[] } | null {
+  const made = meta[RESTORE_META.workflowId];
+  if (!made || meta[RESTORE_META.throwaway] !== '1' || !ctx.users.length) return null;
+  if (meta[RESTORE_SCOPE_META.namespace] !== ctx.scope.namespace || meta[RESTORE_SCOPE_META.cluster] !== ctx.scope.cluster) return null;
+  if (meta[RESTORE_SCOPE_META.host] !== ctx.host) return null;
+  const copy = restoredDomainUuid(made);
+  if (!ctx.users.every((u) => u.uuid === copy)) return null;
+  const status = ctx.statusOf(made);
+  return CLOSED.has(status) ? { workflowId: made, status, domains: ctx.users } : null;
+}
 
 
 /** On a disk a restore made: its namespace, fleet and the host whose worker made it. */

@@ -8,7 +8,10 @@ import type { Presence } from './fleet';
  *
  * In place: on the host where the VM is — running there only with --stop (its own host stops it);
  * a VM running anywhere is never restored from a stale shut-off definition on another host.
- * As a new VM: on the host named by the caller, else beside the source VM.
+ * As a new VM: on the host named by the caller, else beside the source VM when its memory fits
+ * there, else on the answering host with the most room for it (`roomKiB`: available memory minus
+ * the host's reserve). A host whose room is unknown (it was not asked) is taken as fitting only
+ * beside the source, as before room was asked.
  */
 export type RestorePlacement =
   | { ok: true; host: string; taskQueue: string }
@@ -22,6 +25,8 @@ export interface RestoreWhere {
   stop: boolean;
   /** The host the caller chose (`--host`), for `--as` only. */
   host?: string;
+  /** The memory the new VM needs (its recorded `<memory>`), for `--as` only. */
+  needKiB?: number;
 }
 
 export function placeRestore(w: RestoreWhere, answers: Presence[], unanswered: string[]): RestorePlacement {
@@ -35,7 +40,7 @@ export function placeRestore(w: RestoreWhere, answers: Presence[], unanswered: s
       return unsure(`host ${w.host} did not answer (or is not a live vmsnap host)`);
     }
     const beside = running[0] ?? found[0];
-    if (beside) return { ok: true, host: beside.host, taskQueue: beside.taskQueue };
+    if (beside) return besideOrRoomiest(w, beside, answers, unanswered);
     if (unanswered.length) return unsure(`${vm} is on none of the hosts that answered; ${silentHosts(unanswered)}`);
     return {
       ok: false,
@@ -66,6 +71,28 @@ export function placeRestore(w: RestoreWhere, answers: Presence[], unanswered: s
   }
   if (found.length === 1) return { ok: true, host: found[0].host, taskQueue: found[0].taskQueue };
   return { ok: false, retry: false, type: FailureType.DomainNotFound, message: `${vm} exists on none of the live hosts (${sorted(answers.map((a) => a.host))}); a VM of the same name with another UUID is another VM: restore --as a new one` };
+}
+
+function fits(a: Presence, needKiB: number | undefined): boolean {
+  return needKiB === undefined || a.roomKiB === undefined || a.roomKiB >= needKiB;
+}
+
+function besideOrRoomiest(w: RestoreWhere, beside: Presence, answers: Presence[], unanswered: string[]): RestorePlacement {
+  if (fits(beside, w.needKiB)) return { ok: true, host: beside.host, taskQueue: beside.taskQueue };
+  const need = w.needKiB ?? 0;
+  const roomy = answers
+    .filter((a): a is Presence & { roomKiB: number } => a.roomKiB !== undefined && a.roomKiB >= need)
+    .sort((a, b) => b.roomKiB - a.roomKiB || a.host.localeCompare(b.host));
+  if (roomy[0]) return { ok: true, host: roomy[0].host, taskQueue: roomy[0].taskQueue };
+  const mib = (kib: number) => `${Math.floor(kib / 1024)} MiB`;
+  const seen = sorted(answers.map((a) => `${a.host} ${a.roomKiB === undefined ? 'unknown' : mib(a.roomKiB)}`));
+  if (unanswered.length) return unsure(`no host that answered has ${mib(need)} free for a copy of ${w.name} (${seen}); ${silentHosts(unanswered)}`);
+  return {
+    ok: false,
+    retry: false,
+    type: FailureType.NoCapacity,
+    message: `no live host has ${mib(need)} free for a copy of ${w.name} beyond its reserve (${seen}): free memory, or name a host with --host`,
+  };
 }
 
 function unsure(message: string): RestorePlacement {

@@ -1,5 +1,6 @@
 /** Data exchanged between the workflow and its activities. Plain JSON: it is recorded in history. */
 import type { RetentionResult } from './retention';
+import type { Verification } from './verification';
 
 export interface RbdLocation {
   pool: string;
@@ -183,6 +184,11 @@ export interface SnapshotResult {
   retention?: RetentionResult;
   /** Fleet runs: hosts the VM had left by the time its run got there (in order). */
   relocations?: { from: string; reason: string }[];
+  /**
+   * input.verifyEvery, when this run's set was due: the verdict of the vmsnap verify run it
+   * started (a failed verdict does not fail the snapshot), or why that run itself failed.
+   */
+  verification?: Verification | { error: string; workflowId: string };
 }
 
 export interface FlattenProgress {

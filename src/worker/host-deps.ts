@@ -71,6 +71,7 @@ export function createHostDeps(
     radosCli,
     restoreKey: () => readRestoreKey(config.restoreKeyFile),
     clockSkewMs: config.clockSkewMs,
+    memoryReserveMiB: config.memoryReserveMiB,
     scope,
     guard,
     metrics,

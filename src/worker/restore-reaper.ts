@@ -1,8 +1,10 @@
 import { listImages, readImageIfExists } from '../ceph';
 import type { ImageLocation, IoCtx, OmapCliOptions } from '../ceph';
+import { isNoDomain } from '../libvirt';
 import type { LibvirtClient } from '../libvirt';
 import { definedRbdDisks } from '../host/defined-disks';
-import { restoreIdsOf, restoreLeftoverAction } from '../model/restore-leftovers';
+import type { DiskUser } from '../host/defined-disks';
+import { restoreIdsOf, restoreLeftoverAction, throwawayCopyToEnd } from '../model/restore-leftovers';
 import type { RunStatus } from '../model/restore-leftovers';
 import type { RunScope } from '../model/identity';
 import { RESTORE_META } from '../model/restore-point';
@@ -31,6 +33,7 @@ export interface DefinedElsewhere {
 }
 
 export interface RestoreReapReport {
+  /** Disks removed, and throw-away copies (domains) ended: `domain <name> (…)`. */
   removed: string[];
   /** Leftovers the reaper would remove but could not (snapshots or clones of their own, open). */
   kept: { disk: string; reason: string }[];
@@ -46,7 +49,8 @@ export interface RestoreReapReport {
  * listed; every other host that is not lost is asked about the candidates before any removal (a
  * kept VM moved to another host and shut off there keeps its disk), and one that cannot answer
  * keeps them all. The removal itself keeps any disk Ceph says someone holds
- * (src/restore/guarded-removal.ts).
+ * (src/restore/guarded-removal.ts). A throw-away copy of a closed verify run is first destroyed
+ * and undefined (throwawayCopyToEnd): its disks are then no longer in use here.
  */
 export async function reapRestoreLeftovers(lv: LibvirtClient, o: RestoreReapOptions): Promise<RestoreReapReport> {
   const inUse = await definedRbdDisks(lv);
@@ -61,13 +65,22 @@ export async function reapRestoreLeftovers(lv: LibvirtClient, o: RestoreReapOpti
         if (!meta || !(RESTORE_META.workflowId in meta || RESTORE_META.replacedBy in meta)) continue;
         const statuses = new Map<string, RunStatus>();
         for (const id of Object.values(restoreIdsOf(meta))) statuses.set(id, await o.statusOf(id));
+        const statusOf = (id: string) => statuses.get(id) ?? 'UNKNOWN';
+        const copy = throwawayCopyToEnd(meta, { scope: o.scope, host: o.host, statusOf, users: inUse.get(spec) ?? [] });
+        if (copy) {
+          for (const d of copy.domains) {
+            await endDomain(lv, d.uuid);
+            out.removed.push(`domain ${d.name} (throw-away copy of restore ${copy.workflowId} ${copy.status})`);
+          }
+          forgetUsers(inUse, new Set(copy.domains.map((d) => d.uuid)));
+        }
         const decision = restoreLeftoverAction(meta, {
           scope: o.scope,
           host: o.host,
           now: Date.now(),
           keepReplacedMs: o.keepReplacedMs,
           inUse: inUse.has(spec),
-          statusOf: (id) => statuses.get(id) ?? 'UNKNOWN',
+          statusOf,
         });
         if (decision.action === 'leave') continue;
         const why = decision.action === 'remove-clone' ? `restore ${decision.workflowId} ${decision.status}` : `replaced by ${decision.workflowId} at ${decision.replacedAt}`;
@@ -98,6 +111,26 @@ export async function reapRestoreLeftovers(lv: LibvirtClient, o: RestoreReapOpti
     else out.removed.push(`${c.spec} (${c.why})`);
   }
   return out;
+}
+
+/** Destroyed when running, then undefined; gone already (another sweep, an operator) is done. */
+async function endDomain(lv: LibvirtClient, uuid: string): Promise<void> {
+  try {
+    const dom = await lv.lookupDomain(uuid);
+    if ((await lv.getDomainState(dom)).state !== 'shutoff') await lv.domainDestroy(dom);
+    await lv.domainUndefineFlags(dom);
+  } catch (err) {
+    if (!isNoDomain(err)) throw err;
+  }
+}
+
+/** The ended domains no longer use their disks (every disk of a copy, in every pool). */
+function forgetUsers(inUse: Map<string, DiskUser[]>, ended: Set<string>): void {
+  for (const [spec, users] of inUse) {
+    const left = users.filter((u) => !ended.has(u.uuid));
+    if (left.length) inUse.set(spec, left);
+    else inUse.delete(spec);
+  }
 }
 
 function poolsOf(specs: Set<string>): Map<string, Set<string>> {

@@ -3,6 +3,8 @@ import type { SnapshotResult } from '../../src/model/types';
 import { CephView } from '../helpers/ceph-inspect';
 import { cliEnv, json, vmsnapCli } from '../helpers/cli';
 import { startHarness, uniqueId } from '../helpers/harness';
+import { decodeVerification } from '../../src/model/verification';
+import type { Verification } from '../../src/model/verification';
 import type { Harness } from '../helpers/harness';
 import { need } from '../../support/lab/env';
 
@@ -97,6 +99,9 @@ describe('vmsnap schedule: bad input is refused before anything is contacted', (
     [['create', 's1', '--domain', 'vm 1', '--every', '1h'], /domain/],
     [['create', 's1', '--domain', 'vm-1', '--every', '1h', '--no-clone', '--keep-last', '2'], /retention .*clone/],
     [['create', 's1', '--domain', 'vm-1', '--every', '1h', '--label', 'schedule=other'], /--label schedule=\.\.\. is reserved/],
+    [['create', 's1', '--domain', 'vm-1', '--every', '1h', '--verify-every', '0'], /--verify-every expects a positive integer/],
+    [['create', 's1', '--domain', 'vm-1', '--every', '1h', '--verify-check', 'pg_isready'], /--verify-check needs --verify-every/],
+    [['create', 's1', '--domain', 'vm-1', '--every', '1h', '--no-clone', '--verify-every', '2'], /verifyEvery .*snapshot-only/],
     [['create', 's1', '--domain', 'vm-1', '--every', '1h', '--timezone', 'Mars/Olympus'], /unknown --timezone/],
     [['frobnicate'], /unknown schedule subcommand "frobnicate"/],
     [['describe'], /missing <schedule-id>/],
@@ -131,10 +136,10 @@ describe('vmsnap schedule against an unreachable Temporal', () => {
 });
 
 describe('vmsnap schedule on the lab', () => {
-  const runs: { workflowId: string; images: string[]; ms: number; retention: SnapshotResult['retention'] }[] = [];
+  const runs: { workflowId: string; images: string[]; ms: number; retention: SnapshotResult['retention']; verification: SnapshotResult['verification'] }[] = [];
 
-  it('creates a schedule with retention (paused, so only triggers run it)', async () => {
-    const r = await cli('create', scheduleId, '--domain', domain, '--every', '1h', '--keep-last', '2', '--paused', '--json');
+  it('creates a schedule with retention and verify-every 2 (paused, so only triggers run it)', async () => {
+    const r = await cli('create', scheduleId, '--domain', domain, '--every', '1h', '--keep-last', '2', '--verify-every', '2', '--paused', '--json');
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(json(r)).toMatchObject({
@@ -146,23 +151,29 @@ describe('vmsnap schedule on the lab', () => {
       overlap: 'SKIP',
       retention: { keepLast: 2 },
       paused: true,
-      input: { domain, labels: { schedule: scheduleId }, retention: { keepLast: 2 } },
+      input: { domain, labels: { schedule: scheduleId }, retention: { keepLast: 2 }, verifyEvery: 2 },
     });
     const again = await cli('create', scheduleId, '--domain', domain, '--every', '1h');
     expect(again.code).toBe(2);
     expect(again.stderr).toMatch(/already exists/);
   });
 
-  it('runs 3 times and prunes down to keep-last 2, leaving unrelated images alone', async () => {
+  it('runs 3 times, prunes down to keep-last 2 leaving unrelated images alone, and verifies runs 1 and 3 (every 2nd)', async () => {
     for (let i = 0; i < 3; i++) {
       const r = await triggerRun();
       expect(r.code, r.stderr + r.stdout).toBe(0);
       const result = json<SnapshotResult & { scheduleId: string }>(r);
       expect(result.workflowId).toMatch(new RegExp(`^sched-${scheduleId}-`));
-      runs.push({ workflowId: result.workflowId, images: result.disks.map((d) => d.image!.split('/')[1]), ms: r.ms, retention: result.retention });
+      runs.push({ workflowId: result.workflowId, images: result.disks.map((d) => d.image!.split('/')[1]), ms: r.ms, retention: result.retention, verification: result.verification });
     }
     console.log(`schedule runs (trigger --wait, CLI wall time): ${runs.map((r) => `${r.ms} ms`).join(', ')}`);
 
+    // Run 2 follows a verified set; run 3 follows run 2, unverified (run 1 pruned by then).
+    expect(runs.map((r) => (r.verification && 'verdict' in r.verification ? r.verification.verdict : r.verification))).toEqual(['verified', undefined, 'verified']);
+    const third = runs[2].verification as Verification;
+    expect(third.workflowId).toBe(`${runs[2].workflowId}.verify`);
+    expect(decodeVerification((await ceph.meta(POOL, runs[2].images[0]))['vmsnap.verify'])).toMatchObject({ verdict: 'verified', workflowId: third.workflowId });
+    expect((await ceph.meta(POOL, runs[1].images[0]))['vmsnap.verify']).toBeUndefined();
     expect(runs[0].retention).toMatchObject({ pruned: [], skipped: [] });
     expect(runs[1].retention).toMatchObject({ pruned: [], skipped: [] });
     expect(runs[2].retention).toMatchObject({ pruned: runs[0].images, skipped: [] });

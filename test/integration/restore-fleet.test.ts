@@ -16,6 +16,10 @@ import type { Harness } from '../helpers/harness';
 import { labGuestRecreate } from '../helpers/restore-lab';
 import { quiescedTruthViolations } from '../helpers/truth';
 import { until } from '../helpers/until';
+import { copyName } from '../../src/model/verification';
+import type { VerifyResult } from '../../src/model/verification';
+import { OrphanReaper } from '../../src/worker/orphan-reaper';
+import type { ProgressView } from '../../workflows/progress';
 
 /*
  * Restore in the fleet (issue 25 #7), on the lab's two hypervisor hosts: the VM is found by UUID
@@ -164,6 +168,71 @@ describe('restore in the fleet', () => {
       }
       for (const img of await ceph.images('vms')) if (img.startsWith(`${name}-`)) await ceph.removeImage('vms', img);
       expect(result?.disks.length).toBeGreaterThan(0);
+    }
+  }, 900_000);
+
+  it('verify: with no room on the source VM’s host (hv-b’s reserve above its memory) the copy runs on hv-a; verified; nothing left', async () => {
+    const id = uniqueId('verify-room');
+    const vmsBefore = await ceph.images('vms');
+    // The worker reads its reserve at each presence answer: hv-b now keeps every byte for itself.
+    const reserve = hB.hw.deps.memoryReserveMiB;
+    hB.hw.deps.memoryReserveMiB = 16 * 1024 * 1024;
+    try {
+      const r = await vmsnapCli(['verify', g4, '--from', snap.workflowId, '--wait', '--json', '--workflow-id', id], cliOn(hosts.a), 600_000);
+      expect(r.code, r.stdout + r.stderr).toBe(0);
+      const v = json<VerifyResult>(r);
+      expect(v.verdict).toBe('verified');
+      expect((await hA.client.workflow.getHandle(`${id}.copy.on.${hosts.a.name}`).describe()).status.name).toBe('COMPLETED');
+      await expect(hA.client.workflow.getHandle(`${id}.copy.on.${hosts.b.name}`).describe()).rejects.toThrow(/not found/i);
+      for (const h of [hosts.a, hosts.b]) expect(await state(h, v.copy)).toBe('absent');
+      expect(await ceph.images('vms')).toEqual(vmsBefore);
+      expect(await state(hosts.b, g4)).toBe('running');
+      // The last verified set of the VM: a metric on the worker that recorded it, and a search.
+      const series = [hA, hB].map((h) => h.hw.deps.metrics.render()).join('\n');
+      const at = Number(new RegExp(`^vmsnap_last_verified_timestamp_seconds\\{domain="${g4}"\\} (\\d+)$`, 'm').exec(series)?.[1]);
+      expect(Math.abs(at - Date.parse(v.at) / 1000)).toBeLessThan(1);
+      expect(series).toMatch(/^vmsnap_verifications_total\{verdict="verified"\} [1-9]/m);
+      const query = `WorkflowType = "verifySnapshot" AND VmsnapDomain = "${g4}" AND VmsnapResult = "succeeded"`;
+      await until('the verify run found by its search attributes', async () => {
+        for await (const w of hA.client.workflow.list({ query })) if (w.workflowId === id) return true;
+        return false;
+      }, 30_000);
+    } finally {
+      hB.hw.deps.memoryReserveMiB = reserve;
+    }
+  }, 900_000);
+
+  it('verify terminated during its check: the copy still runs with nobody to discard it; its host’s reaper ends it and removes its disks', async () => {
+    const handle = await hA.client.workflow.start('verifySnapshot', {
+      taskQueue: FLEET_TASK_QUEUE,
+      workflowId: uniqueId('verify-killed'),
+      args: [{ domain: g4, from: snap.workflowId, check: ['sleep', '600'], checkTimeoutMs: 900_000 }],
+    });
+    const copy = copyName(g4, handle.firstExecutionRunId);
+    const onHost = hA.client.workflow.getHandle(`${handle.workflowId}.copy.on.${hosts.b.name}`);
+    const disks = () => ceph.images('vms').then((all) => all.filter((i) => i.startsWith(`${copy}-`)));
+    try {
+      await until('the copy in its check', async () => (await onHost.query<ProgressView>('progress').catch(() => undefined))?.phase === 'check', 600_000);
+      expect(await state(hosts.b, copy)).toBe('running');
+      expect((await disks()).length).toBeGreaterThan(0);
+      await handle.terminate('test: a verify that never finished');
+      // The parent-close policy reaches the children shortly after.
+      await until('the copy’s restore terminated with its verify', async () => (await onHost.describe()).status.name === 'TERMINATED', 60_000);
+      expect(await state(hosts.b, copy)).toBe('running');
+      const reaper = new OrphanReaper(hB.hw.deps, hB.client, 'images', hB.hw.deps.log, 3600_000, 3600_000, 3600_000);
+      const removed: string[] = [];
+      // The copy's QEMU held its disks' exclusive locks: a disk may be kept one sweep, until Ceph lets go.
+      await until('the copy and its disks gone', async () => {
+        removed.push(...(await reaper.sweep()).restore.removed);
+        return (await state(hosts.b, copy)) === 'absent' && (await disks()).length === 0;
+      }, 180_000);
+      expect(removed.some((r) => r.startsWith(`domain ${copy} (throw-away copy`)), removed.join('; ')).toBe(true);
+      expect(await state(hosts.b, g4)).toBe('running');
+    } finally {
+      await handle.terminate('test done').catch(() => undefined);
+      await virsh(hosts.b, 'destroy', copy).catch(() => undefined);
+      await virsh(hosts.b, 'undefine', copy).catch(() => undefined);
+      for (const img of await disks()) await ceph.removeImage('vms', img);
     }
   }, 900_000);
 });

@@ -15,6 +15,17 @@ describe('parseDomainXml', () => {
     expect(info.hasAgentChannel).toBe(true);
   });
 
+  it('reads <memory> in KiB, whatever its unit (virScaleInteger: powers of 1024 and of 1000)', () => {
+    const mem = (m: string) => parseDomainXml(`<domain><name>n</name><uuid>u</uuid>${m}<devices/></domain>`).memoryKiB;
+    expect(mem("<memory unit='MiB'>64</memory>")).toBe(65536);
+    expect(mem('<memory>1048576</memory>')).toBe(1048576);
+    expect(mem("<memory unit='G'>2</memory>")).toBe(2 * 1024 * 1024);
+    expect(mem("<memory unit='MB'>1</memory>")).toBe(977);
+    expect(mem("<memory unit='bytes'>2048</memory>")).toBe(2);
+    expect(mem("<memory unit='furlongs'>2</memory>")).toBeUndefined();
+    expect(mem('')).toBeUndefined();
+  });
+
   it("reads libvirt's agent channel state of a running domain", () => {
     const live = (state: string) =>
       `<domain><name>n</name><uuid>u</uuid><devices><channel type='unix'><target type='virtio' name='org.qemu.guest_agent.0' ${state}/></channel></devices></domain>`;

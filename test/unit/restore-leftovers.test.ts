@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { replacedScopeMetadata, restoreLeftoverAction, restoreScopeMetadata } from '../../src/model/restore-leftovers';
+import { replacedScopeMetadata, restoreLeftoverAction, restoreScopeMetadata, throwawayCopyToEnd } from '../../src/model/restore-leftovers';
+import { restoredDomainUuid } from '../../src/model/restore-plan';
 import type { LeftoverContext, RunStatus } from '../../src/model/restore-leftovers';
 import { RESTORE_META } from '../../src/model/restore-point';
 
@@ -72,5 +73,35 @@ describe('restoreLeftoverAction: a replaced disk', () => {
 
   it('an image no restore touched is left', () => {
     expect(restoreLeftoverAction({ 'vmsnap.owner': 'vmsnap' }, ctx('TERMINATED')).action).toBe('leave');
+  });
+});
+
+describe('throwawayCopyToEnd: a disk of a verify copy', () => {
+  const copyUuid = restoredDomainUuid('restore-1');
+  const copy = { name: 'vm-42-verify-ab12cd34', uuid: copyUuid };
+  const marked = (s = scope, host = 'hv-a') => ({ ...clone(s, host), [RESTORE_META.throwaway]: '1' });
+  const at = (status: RunStatus, users = [copy], host = 'hv-a') => ({ scope, host, statusOf: () => status, users });
+
+  it.each(['TERMINATED', 'TIMED_OUT', 'FAILED', 'CANCELLED', 'COMPLETED'] as const)('whose restore is %s: its copy is ended', (status) => {
+    expect(throwawayCopyToEnd(marked(), at(status))).toEqual({ workflowId: 'restore-1', status, domains: [copy] });
+  });
+
+  it.each(['RUNNING', 'NOT_FOUND', 'UNKNOWN', 'CONTINUED_AS_NEW'] as const)('whose restore is %s: left (never on a guess)', (status) => {
+    expect(throwawayCopyToEnd(marked(), at(status))).toBeNull();
+  });
+
+  it('not marked throw-away (restore --as): the VM it made is never ended', () => {
+    expect(throwawayCopyToEnd(clone(), at('TERMINATED'))).toBeNull();
+  });
+
+  it('used by any domain but the copy that restore defined (another UUID): left', () => {
+    expect(throwawayCopyToEnd(marked(), at('TERMINATED', [copy, { name: 'vm-42', uuid: '6f1c2a3b-0000-4000-8000-00000000a001' }]))).toBeNull();
+    expect(throwawayCopyToEnd(marked(), at('TERMINATED', [{ ...copy, uuid: restoredDomainUuid('restore-2') }]))).toBeNull();
+  });
+
+  it('made by another host, or in another scope, or used by nothing here: left', () => {
+    expect(throwawayCopyToEnd(marked(scope, 'hv-b'), at('TERMINATED'))).toBeNull();
+    expect(throwawayCopyToEnd(marked(other), at('TERMINATED'))).toBeNull();
+    expect(throwawayCopyToEnd(marked(), at('TERMINATED', []))).toBeNull();
   });
 });

@@ -56,4 +56,37 @@ describe('as a new VM', () => {
   it('the source VM gone everywhere: the caller must name the host', () => {
     expect(placeRestore({ ...vm, mode: 'as', stop: false }, [lacks('hv-a'), lacks('hv-b')], [])).toMatchObject({ ok: false, retry: false, type: FailureType.DomainNotPlaced });
   });
+
+  describe('with room (a verify copy, restore --as without --host)', () => {
+    const GiB = 1024 * 1024;
+    const roomy = (p: Presence, roomKiB: number): Presence => ({ ...p, roomKiB });
+    const need = { ...vm, mode: 'as' as const, stop: false, needKiB: 2 * GiB };
+
+    it('beside the source when its memory fits there', () => {
+      expect(placeRestore(need, [roomy(has('hv-a', 'running'), 3 * GiB), roomy(lacks('hv-b'), 20 * GiB)], [])).toEqual({ ok: true, host: 'hv-a', taskQueue: q('hv-a') });
+    });
+
+    it('else on the answering host with the most room', () => {
+      const answers = [roomy(has('hv-a', 'running'), 1 * GiB), roomy(lacks('hv-b'), 4 * GiB), roomy(lacks('hv-c'), 9 * GiB), roomy(lacks('hv-d'), 1.5 * GiB)];
+      expect(placeRestore(need, answers, [])).toEqual({ ok: true, host: 'hv-c', taskQueue: q('hv-c') });
+    });
+
+    it('nowhere with room: NoCapacity, non-retryable, naming each host\'s room', () => {
+      const p = placeRestore(need, [roomy(has('hv-a', 'running'), 1 * GiB), roomy(lacks('hv-b'), 0)], []);
+      expect(p).toMatchObject({ ok: false, retry: false, type: FailureType.NoCapacity });
+      expect(p.ok || p.message).toMatch(/2048 MiB.*hv-a 1024 MiB, hv-b 0 MiB.*--host/);
+    });
+
+    it('nowhere with room among those that answered, one silent: unsure, retryable', () => {
+      expect(placeRestore(need, [roomy(has('hv-a', 'running'), 1 * GiB)], ['hv-b'])).toMatchObject({ ok: false, retry: true, type: FailureType.DomainNotPlaced });
+    });
+
+    it('room unknown (not asked) beside the source: placed there, as before room was asked', () => {
+      expect(placeRestore(need, [has('hv-a', 'running'), roomy(lacks('hv-b'), 9 * GiB)], [])).toEqual({ ok: true, host: 'hv-a', taskQueue: q('hv-a') });
+    });
+
+    it('--host wins over room', () => {
+      expect(placeRestore({ ...need, host: 'hv-b' }, [roomy(has('hv-a', 'running'), 9 * GiB), roomy(lacks('hv-b'), 0)], [])).toEqual({ ok: true, host: 'hv-b', taskQueue: q('hv-b') });
+    });
+  });
 });

@@ -13,7 +13,8 @@ import { connectClient } from '../temporal-client';
 const HELP = `Usage: vmsnap verify <domain> [--from RUN|latest] [--check 'COMMAND ARGS'] [options]
 
 Proves an image set restores to a VM that works: starts the verifySnapshot workflow on the fleet
-queue, which restores the set as a throw-away VM beside the source VM (its own name
+queue, which restores the set as a throw-away VM beside the source VM, or on the host with the
+most room when the VM's memory does not fit there beyond its reserve (its own name
 <domain>-verify-<id> and UUID, its own disks and console files, no network interfaces), waits for
 its guest agent, optionally runs a check command in it through the agent, then removes the copy
 and its disks whatever happened, and records the verdict on the image set ("vmsnap list" shows

@@ -26,6 +26,10 @@ carrying that label, vmsnap.owner=vmsnap and vmsnap.domain=D, never others.
   --timezone TZ            IANA zone for --cron (default UTC)
   --keep-last N            keep the N newest snapshots
   --keep-daily D           keep the newest snapshot of each of the last D days (UTC)
+  --verify-every N         after a run, vmsnap verify its image set when none of the N-1 runs of
+                           this schedule before it was verified (1: every run); the verdict is in
+                           the run's result and on the images; a failed one does not fail the run
+  --verify-check 'CMD ARGS'  with --verify-every: run in the copy (as vmsnap verify --check)
   --overlap skip|buffer-one|allow-all   when a run is still going at the next time (default skip;
                            allow-all still runs one snapshot per VM at a time: the others fail DomainBusy)
   --catchup-window DUR     after an outage, start a missed run if it is at most this late (default 1h)
@@ -44,6 +48,8 @@ export async function create(argv: string[]): Promise<number> {
     timezone: { type: 'string' },
     'keep-last': { type: 'string' },
     'keep-daily': { type: 'string' },
+    'verify-every': { type: 'string' },
+    'verify-check': { type: 'string' },
     overlap: { type: 'string' },
     'catchup-window': { type: 'string' },
     'pause-on-failure': { type: 'boolean' },
@@ -113,7 +119,16 @@ function scheduledRequest(id: string, base: SnapshotRequest, v: Record<string, u
     throw new CliError('--label schedule=... is reserved: a schedule labels its images with its own id', Exit.badInput);
   }
   const retention = JSON.parse(JSON.stringify({ keepLast: count(v, 'keep-last'), keepDaily: count(v, 'keep-daily') })) as SnapshotRequest['retention'];
-  return { ...base, labels: { ...base.labels, schedule: id }, ...(retention && Object.keys(retention).length ? { retention } : {}) };
+  const verifyEvery = count(v, 'verify-every');
+  const verifyCheck = (v['verify-check'] as string | undefined)?.split(/\s+/).filter(Boolean);
+  if (verifyCheck && verifyEvery === undefined) throw new CliError('--verify-check needs --verify-every', Exit.badInput);
+  return {
+    ...base,
+    labels: { ...base.labels, schedule: id },
+    ...(retention && Object.keys(retention).length ? { retention } : {}),
+    ...(verifyEvery !== undefined ? { verifyEvery } : {}),
+    ...(verifyCheck?.length ? { verifyCheck } : {}),
+  };
 }
 
 function count(v: Record<string, unknown>, flag: string): number | undefined {
