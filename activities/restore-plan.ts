@@ -10,11 +10,11 @@ import {
 } from '../src/model/restore-plan';
 import { decodeRestorePoint, imageSetsOf, RESTORE_META, RESTORE_POINT_KEY } from '../src/model/restore-point';
 import type { CatalogImage, ImageSet, RestoreDiskPlan, RestorePlan, RestorePoint } from '../src/model/restore-point';
-import { readCatalog } from '../src/restore/catalog';
 import { definitionRefusal } from '../src/restore/definition-allow-list';
 import { rewriteForNewDomain } from '../src/restore/domain-xml-rewrite';
 import { verifyRestorePointMac } from '../src/restore/record-mac';
 import { restoreKeyFix } from '../src/host/restore-key';
+import { poolCatalog } from './catalog';
 import type { ActivityDeps } from './deps';
 import { during } from './step-error';
 
@@ -31,8 +31,7 @@ export interface PlanRestoreRequest {
 export function planRestore(deps: ActivityDeps) {
   return async function planRestore(req: PlanRestoreRequest): Promise<RestorePlan> {
     const { input, workflowId } = req;
-    const io = await during(`open pool ${input.imagePool}`, () => deps.ioctx(input.imagePool));
-    const catalog = await during(`list images in ${input.imagePool}`, () => readCatalog(io));
+    const catalog = await poolCatalog(deps, input.imagePool);
     const chosen = chooseImageSet(input.domain, imageSetsOf(input.domain, catalog), input.from);
     if (!chosen.ok) throw ApplicationFailure.nonRetryable(chosen.message, chosen.type);
     const point = recordOf(chosen.set, catalog);
@@ -62,8 +61,7 @@ export interface RestoreSource {
 export function restoreSource(deps: ActivityDeps) {
   return async function restoreSource(req: { input: RestoreInput }): Promise<RestoreSource> {
     const { input } = req;
-    const io = await during(`open pool ${input.imagePool}`, () => deps.ioctx(input.imagePool));
-    const catalog = await during(`list images in ${input.imagePool}`, () => readCatalog(io));
+    const catalog = await poolCatalog(deps, input.imagePool);
     const chosen = chooseImageSet(input.domain, imageSetsOf(input.domain, catalog), input.from);
     if (!chosen.ok) throw ApplicationFailure.nonRetryable(chosen.message, chosen.type);
     const point = recordOf(chosen.set, catalog);

@@ -8,15 +8,14 @@ import { encodeVerification } from '../src/model/verification';
 import type { Verification } from '../src/model/verification';
 import { verificationDue } from '../src/model/verify-every';
 import { M } from '../src/host/metrics';
-import { readCatalog } from '../src/restore/catalog';
+import { poolCatalog } from './catalog';
 import type { ActivityDeps } from './deps';
 import { during } from './step-error';
 
 /** input.verifyEvery: is this run's set due for a verification (src/model/verify-every.ts)? */
 export function verificationIsDue(deps: ActivityDeps) {
   return async function verificationIsDue(req: { imagePool: string; domain: string; workflowId: string; every: number; schedule?: string }): Promise<boolean> {
-    const io = await during(`open pool ${req.imagePool}`, () => deps.ioctx(req.imagePool));
-    const catalog = await during(`list images in ${req.imagePool}`, () => readCatalog(io));
+    const catalog = await poolCatalog(deps, req.imagePool);
     return verificationDue(imageSetsOf(req.domain, catalog), req.workflowId, req.every, req.schedule);
   };
 }
@@ -35,8 +34,7 @@ export interface RecordVerificationRequest {
  */
 export function recordVerification(deps: ActivityDeps) {
   return async function recordVerification(req: RecordVerificationRequest): Promise<{ images: string[] }> {
-    const io = await during(`open pool ${req.imagePool}`, () => deps.ioctx(req.imagePool));
-    const catalog = await during(`list images in ${req.imagePool}`, () => readCatalog(io));
+    const catalog = await poolCatalog(deps, req.imagePool);
     const set = imageSetsOf(req.domain, catalog).find((s) => s.workflowId === req.fromWorkflowId);
     if (!set) throw ApplicationFailure.nonRetryable(`the image set of run ${req.fromWorkflowId} is gone: the verdict is not recorded`, FailureType.RestorePointNotFound);
     const value = encodeVerification(req.verification);

@@ -1,5 +1,4 @@
-import { executeChild, isCancellation, proxyActivities, workflowInfo } from '@temporalio/workflow';
-import type { Activities } from '../activities';
+import { executeChild, isCancellation, workflowInfo } from '@temporalio/workflow';
 import { FLEET_TASK_QUEUE } from '../src/model/fleet';
 import type { SnapshotInput } from '../src/model/input';
 import type { SnapshotResult } from '../src/model/types';
@@ -7,10 +6,8 @@ import type { VerifyRequest, VerifyResult } from '../src/model/verification';
 import { messageOf } from './capture';
 import { unwrapChild } from './child-failure';
 import type { Progress } from './progress';
+import { catalogOps } from './verify';
 
-/** Reading the catalog from Ceph: any worker of the fleet queue. */
-const catalogOps = () =>
-  proxyActivities<Activities>({ taskQueue: FLEET_TASK_QUEUE, startToCloseTimeout: '1m', retry: { maximumAttempts: 5, initialInterval: '1s' } });
 
 /**
  * input.verifyEvery: once the snapshot succeeded, its image set is verified when due

@@ -15,7 +15,7 @@ import { Progress } from './progress';
 import { timed } from './timed';
 
 /** Reading and writing the catalog in Ceph: any worker of the fleet queue. */
-const catalogOps = () =>
+export const catalogOps = () =>
   proxyActivities<Activities>({ taskQueue: FLEET_TASK_QUEUE, startToCloseTimeout: '1m', retry: { maximumAttempts: 5, initialInterval: '1s' } });
 
 /**

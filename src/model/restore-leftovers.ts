@@ -45,9 +45,7 @@ export function throwawayCopyToEnd(
   ctx: Pick<LeftoverContext, 'scope' | 'host' | 'statusOf'> & { users: { name: string; uuid: string }[] },
 ): { workflowId: string; status: RunStatus; domains: { name: string; uuid: string }[] } | null {
   const made = meta[RESTORE_META.workflowId];
-  if (!made || meta[RESTORE_META.throwaway] !== '1' || !ctx.users.length) return null;
-  if (meta[RESTORE_SCOPE_META.namespace] !== ctx.scope.namespace || meta[RESTORE_SCOPE_META.cluster] !== ctx.scope.cluster) return null;
-  if (meta[RESTORE_SCOPE_META.host] !== ctx.host) return null;
+  if (!made || meta[RESTORE_META.throwaway] !== '1' || !ctx.users.length || !madeHere(meta, ctx)) return null;
   const copy = restoredDomainUuid(made);
   if (!ctx.users.every((u) => u.uuid === copy)) return null;
   const status = ctx.statusOf(made);
@@ -107,10 +105,14 @@ export function restoreLeftoverAction(meta: Readonly<Record<string, string>>, ct
     return ctx.statusOf(replacedBy) === 'COMPLETED' ? { action: 'remove-replaced', workflowId: replacedBy, replacedAt } : { action: 'leave' };
   }
   if (made) {
-    if (meta[RESTORE_SCOPE_META.namespace] !== ctx.scope.namespace || meta[RESTORE_SCOPE_META.cluster] !== ctx.scope.cluster) return { action: 'leave' };
-    if (meta[RESTORE_SCOPE_META.host] !== ctx.host) return { action: 'leave' };
+    if (!madeHere(meta, ctx)) return { action: 'leave' };
     const status = ctx.statusOf(made);
     return ENDED_UNFINISHED.has(status) ? { action: 'remove-clone', workflowId: made, status } : { action: 'leave' };
   }
   return { action: 'leave' };
+}
+
+/** The disk was made by a restore of this namespace and fleet, on this host. */
+function madeHere(meta: Readonly<Record<string, string>>, ctx: Pick<LeftoverContext, 'scope' | 'host'>): boolean {
+  return meta[RESTORE_SCOPE_META.namespace] === ctx.scope.namespace && meta[RESTORE_SCOPE_META.cluster] === ctx.scope.cluster && meta[RESTORE_SCOPE_META.host] === ctx.host;
 }
