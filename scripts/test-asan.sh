@@ -37,10 +37,12 @@ rc=0
 # real symbol and aborts ("CHECK failed: real___cxa_throw != 0") before the command runs.
 libstdcxx="$(gcc -print-file-name=libstdc++.so.6)"
 # ceph-leak is not run here: it bounds RSS growth, and ASan's allocator quarantines freed memory by
-# design. Timing bounds in the files that run scale by VMSNAP_ASAN_SLOWDOWN.
+# design. Nor ceph-snapshotter-pool: its children make the calls ceph-snapshotter's make, and its
+# 40 s are waits on hung lock owners. Timing bounds in the files that run scale by VMSNAP_ASAN_SLOWDOWN.
 export VMSNAP_ASAN_SLOWDOWN=3
 LD_PRELOAD="$libasan:$libstdcxx${LD_PRELOAD:+:$LD_PRELOAD}" \
-  npx vitest run test/unit/ceph- test/integration/ceph- --exclude test/integration/ceph-leak.test.ts || rc=$?
+  npx vitest run test/unit/ceph- test/integration/ceph- --exclude test/integration/ceph-leak.test.ts \
+  --exclude test/integration/ceph-snapshotter-pool.test.ts || rc=$?
 
 if compgen -G "$logs/*" >/dev/null; then
   for f in "$logs"/*; do

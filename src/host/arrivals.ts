@@ -36,9 +36,13 @@ export interface ArrivalsPass {
 /** One look at the open obligations; `only` restricts it to one domain (the hook's guard). */
 export async function honourArrivals(d: ArrivalsDeps, only?: string): Promise<ArrivalsPass> {
   const out: ArrivalsPass = { honoured: [], waiting: [] };
+  // Both connections at once: at a worker's start each is a fresh handshake, and a guest that
+  // arrived frozen waits for the sum (the bound is 2 s from the worker's start).
+  const connecting = d.libvirt();
+  connecting.catch(() => undefined);
   const open = (await d.guard.obligations()).filter((o) => !only || o.domainUuid === only.toLowerCase());
   if (!open.length) return out;
-  const lv = await d.libvirt();
+  const lv = await connecting;
   for (const o of open) {
     let state: string;
     try {

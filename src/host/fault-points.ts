@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import { FailureType } from '../model/failures';
@@ -12,9 +12,19 @@ import { FailureType } from '../model/failures';
 export type FaultPoint = 'freeze:before-call' | 'freeze:after' | 'snapshot:after' | 'flatten:progress' | 'restore:after-clone' | 'restore:after-swap';
 
 export async function faultPoint(point: FaultPoint): Promise<void> {
-  if (!mark(point)) return;
+  const marker = mark(point);
+  if (!marker) return;
   const pause = Number(process.env.VMSNAP_FAULT_PAUSE_MS ?? 'Infinity');
-  await new Promise((r) => setTimeout(r, Number.isFinite(pause) ? pause : 2 ** 31 - 1));
+  // A suite that has seen what it waited for ends the stall early: it writes `<marker>.release`.
+  const end = Date.now() + (Number.isFinite(pause) ? pause : 2 ** 31 - 1);
+  while (Date.now() < end && !existsSync(`${marker}.release`)) {
+    await new Promise((r) => setTimeout(r, Math.min(100, Math.max(0, end - Date.now()))));
+  }
+}
+
+/** Ends the stall at `point` of a worker whose VMSNAP_FAULT_DIR is `dir` (see {@link faultPoint}). */
+export function releaseFaultPoint(dir: string, point: FaultPoint): void {
+  writeFileSync(`${path.join(dir, markerName(point))}.release`, '');
 }
 
 /**
@@ -22,7 +32,7 @@ export async function faultPoint(point: FaultPoint): Promise<void> {
  * (non-retryable), so a test can inject a failure at the point instead of a kill.
  */
 export async function failurePoint(point: FaultPoint): Promise<void> {
-  if (process.env.VMSNAP_FAULT_FAIL === '1' && mark(point)) {
+  if (process.env.VMSNAP_FAULT_FAIL === '1' && mark(point) !== undefined) {
     throw ApplicationFailure.nonRetryable(`fault injected at ${point}`, FailureType.FaultInjected);
   }
   await faultPoint(point);
@@ -33,11 +43,15 @@ export function faultMarker(point: FaultPoint): void {
   mark(point);
 }
 
-/** Drops the point's marker file when the point is armed; returns whether it was. */
-function mark(point: FaultPoint): boolean {
+const markerName = (point: FaultPoint) => point.replace(':', '_');
+
+/** Drops the point's marker file when the point is armed; returns its path when it was. */
+function mark(point: FaultPoint): string | undefined {
   const points = process.env.VMSNAP_FAULT_POINTS;
   const dir = process.env.VMSNAP_FAULT_DIR;
-  if (!points || !dir || !points.split(',').includes(point)) return false;
-  writeFileSync(path.join(dir, point.replace(':', '_')), String(Date.now()));
-  return true;
+  if (!points || !dir || !points.split(',').includes(point)) return undefined;
+  const file = path.join(dir, markerName(point));
+  rmSync(`${file}.release`, { force: true }); // an earlier stall's release is not this one's
+  writeFileSync(file, String(Date.now()));
+  return file;
 }

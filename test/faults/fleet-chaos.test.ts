@@ -11,6 +11,7 @@ import { CephView } from '../helpers/ceph-inspect';
 import { uniqueId } from '../helpers/harness';
 import { quiescedTruthViolations } from '../helpers/truth';
 import { WorkerProcess, sleep } from '../helpers/worker-process';
+import { repetitions } from '../helpers/lanes';
 
 /*
  * Chaos across the two-host lab (issue 25): routed runs of vmsnap-g1, each hit at a random moment
@@ -19,8 +20,8 @@ import { WorkerProcess, sleep } from '../helpers/worker-process';
  * thawed where it runs and its probe never stalled past the deadline + 2 s; a `quiesced: true`
  * result has clean images and a `false` one is never blamed on "something else"; no vmsnap
  * snapshot is left on its disks beyond the result's; no freeze obligation and no journal entry is
- * left open. The default lane runs VMSNAP_CHAOS_RUNS=1 (one representative run); the extended mode
- * runs more (`VMSNAP_CHAOS_RUNS=30 npx vitest run test/faults/fleet-chaos.test.ts`) and prints the
+ * left open. The default lane runs one representative run; the extended lane 30 (VMSNAP_CHAOS_RUNS=N
+ * sets it: `VMSNAP_CHAOS_RUNS=30 npx vitest run test/faults/fleet-chaos.test.ts`) and prints the
  * table. VMSNAP_CHAOS_SEED makes a sequence repeatable.
  */
 const env = loadLabEnv();
@@ -29,7 +30,7 @@ if (!env.hosts || !env.guests?.hostB) throw new Error(`the lab env in ${env.dir}
 const hosts = env.hosts;
 const g1 = env.guests.oneDisk;
 const ROOT = path.resolve(__dirname, '../..');
-const RUNS = Number(process.env.VMSNAP_CHAOS_RUNS ?? '1');
+const RUNS = repetitions(process.env.VMSNAP_CHAOS_RUNS, 1, 30);
 const DEADLINE_MS = 15_000;
 const ceph = new CephView(vars);
 let client: Client;

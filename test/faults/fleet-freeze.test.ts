@@ -8,6 +8,7 @@ import { FLEET_REGISTRY_ID, FLEET_TASK_QUEUE } from '../../src/model/fleet';
 import type { SnapshotResult } from '../../src/model/types';
 import { CephView } from '../helpers/ceph-inspect';
 import { uniqueId } from '../helpers/harness';
+import { extendedDescribe, extendedIt } from '../helpers/lanes';
 import { quiescedTruthViolations } from '../helpers/truth';
 import { WorkerProcess, sleep } from '../helpers/worker-process';
 
@@ -126,6 +127,9 @@ afterAll(async () => {
   await client?.connection.close();
 });
 
+// The default lane: the destination's worker path and the hook's guard path; the extended lane
+// adds the return trip inside one window and a worker stopped through the copy (fleet-chaos's
+// default run hits one random fault of that kind too).
 describe('a guest that migrates frozen', () => {
   it('to a host whose worker is stopped: thawed within 2 s of that worker starting; the run is truthful', async () => {
     writeFileSync(HOOK_OFF_B, 'this cell proves the worker path\n');
@@ -193,7 +197,7 @@ describe('a guest that migrates frozen', () => {
     }
   }, 300_000);
 
-  it('A → B → A inside one window: thawed on A, the journal and the obligation agree', async () => {
+  extendedIt('A → B → A inside one window: thawed on A, the journal and the obligation agree', async () => {
     writeFileSync(HOOK_OFF_B, 'only the hand-off and hv-a may act\n');
     const a = worker('a');
     const id = uniqueId('ff-aba');
@@ -223,7 +227,7 @@ describe('a guest that migrates frozen', () => {
   }, 300_000);
 });
 
-describe('host lifecycle without false deaths', () => {
+extendedDescribe('host lifecycle without false deaths', () => {
   it('the run’s worker stopped (SIGTERM) during the copy for longer than the old host watch, the registry terminated: the run COMPLETES', async () => {
     const a = worker('a');
     const b = worker('b');

@@ -125,7 +125,8 @@ describe('vmsnap schedule: bad input is refused before anything is contacted', (
 });
 
 describe('vmsnap schedule against an unreachable Temporal', () => {
-  it.each([[['create', 's1', '--domain', 'vm-1', '--every', '1h', '--keep-last', '2']], [['list']], [['describe', 's1']], [['trigger', 's1', '--wait']]])(
+  // Concurrently: each waits out the CLI's 10 s connect timeout, and they share nothing.
+  it.concurrent.each([[['create', 's1', '--domain', 'vm-1', '--every', '1h', '--keep-last', '2']], [['list']], [['describe', 's1']], [['trigger', 's1', '--wait']]])(
     '%j → exit 4 with the address and a hint',
     async (argv) => {
       const r = await offline(...argv);

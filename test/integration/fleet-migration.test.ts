@@ -20,6 +20,7 @@ import type { Harness } from '../helpers/harness';
 import { quiescedTruthViolations } from '../helpers/truth';
 import { WorkerProcess } from '../helpers/worker-process';
 import { until } from '../helpers/until';
+import { extendedDescribe, repetitions } from '../helpers/lanes';
 
 /*
  * The fleet across live migrations, on the lab's two hypervisor hosts (lab/libvirt.sh): a worker
@@ -146,8 +147,8 @@ describe('runs by VM name on two hosts', () => {
   });
 });
 
-/** Each migration cell once by default; VMSNAP_FAULT_RUNS=3 (the extended mode) repeats it. */
-const RUNS = Math.max(1, Number(process.env.VMSNAP_FAULT_RUNS ?? 1));
+/** Each migration cell once in the default lane, 3 times in the extended one (or VMSNAP_FAULT_RUNS). */
+const RUNS = repetitions(process.env.VMSNAP_FAULT_RUNS, 1, 3);
 function cell(name: string, fn: () => Promise<void>): void {
   for (let i = 1; i <= RUNS; i++) it(RUNS > 1 ? `${name} (run ${i}/${RUNS})` : name, fn);
 }
@@ -261,7 +262,8 @@ describe('migrations at chosen points of a run', () => {
   });
 });
 
-describe('a schedule by VM name across a live migration', () => {
+extendedDescribe('a schedule by VM name across a live migration', () => {
+  // Extended lane: the default lane's schedule by VM name is the evacuation below.
   it('every 20 s: every run succeeds before and after the VM moves, retention holds', async () => {
     const id = uniqueId('fm-sched');
     const r = await vmsnapCli(['schedule', 'create', id, '--domain', g4, '--every', '20s', '--keep-last', '2', '--quiesce', 'require', '--json'], cliEnv(vars));

@@ -20,6 +20,7 @@ import { copyName } from '../../src/model/verification';
 import type { VerifyResult } from '../../src/model/verification';
 import { OrphanReaper } from '../../src/worker/orphan-reaper';
 import type { ProgressView } from '../../workflows/progress';
+import { releaseFaultPoint } from '../../src/host/fault-points';
 
 /*
  * Restore in the fleet (issue 25 #7), on the lab's two hypervisor hosts: the VM is found by UUID
@@ -108,7 +109,7 @@ describe('restore in the fleet', () => {
     const faultDir = mkdtempSync(path.join(os.tmpdir(), 'vmsnap-restore-busy-'));
     // Both workers run in this process: the snapshot's freeze activity holds 40 s inside its window
     // on hv-b (deadline 60 s; the activity's own timeout, agent + snapshot timeouts + 5 s, is 55 s),
-    // long enough for a CLI on a loaded host to reach the lock.
+    // long enough for a CLI on a loaded host to reach the lock; released once it has.
     Object.assign(process.env, { VMSNAP_FAULT_POINTS: 'freeze:after', VMSNAP_FAULT_DIR: faultDir, VMSNAP_FAULT_PAUSE_MS: '40000' });
     const vmsBefore = await ceph.images('vms');
     const snapping = await hA.client.workflow.start('consistentSnapshot', {
@@ -126,6 +127,7 @@ describe('restore in the fleet', () => {
       expect(out.message).toMatch(/in progress/);
       // Refused before its stop step: the guest was never asked to shut down.
       expect(await state(hosts.b, g4)).toBe('running');
+      releaseFaultPoint(faultDir, 'freeze:after'); // the restore has met the lock: the window may close
       const result = (await snapping.result()) as SnapshotResult;
       expect(result.quiesced).toBe(true);
       expect(await quiescedTruthViolations(vars, result)).toEqual([]);
