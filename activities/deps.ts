@@ -37,8 +37,16 @@ export interface ActivityDeps {
   log: Logger;
   /** The fleet's restore-record key (config restoreKeyFile), read on each use; absent: records are written unsigned and `restore --as` refuses. */
   restoreKey?(): Promise<RestoreKey>;
-  /** The fleet registry and run control (Temporal client); set once the worker is connected. */
-  fleet?: { hosts(): Promise<FleetHost[]>; terminate(workflowId: string, reason: string): Promise<void> };
+  /** The fleet index and run control (Temporal client); set once the worker is connected. */
+  fleet?: {
+    /** Every host (O(hosts)). */
+    hosts(): Promise<FleetHost[]>;
+    /** One host's last beat (its entry). */
+    host(host: string): Promise<FleetHost | undefined>;
+    /** The few hosts a placement of `domain` asks (src/worker/fleet-index.ts). */
+    candidates(domain: string): Promise<{ hosts: FleetHost[]; silent: string[]; live?: number }>;
+    terminate(workflowId: string, reason: string): Promise<void>;
+  };
   /** Lets long activities report progress to their workflow (signals); optional in tests. */
   reportProgress?(workflowId: string, progress: unknown): Promise<void>;
 }

@@ -47,12 +47,43 @@ export function rbdDisksDefinedHere(deps: ActivityDeps) {
   };
 }
 
-/** The registry's hosts, each judged alive (and worth asking) against this worker's clock. */
+export type Judged = FleetHost & { alive: boolean; ask: boolean; lost: boolean };
+
+/** A host judged alive (and worth asking) against this worker's clock. */
+function judged(h: FleetHost, now: number): Judged {
+  return { ...h, alive: isAlive(h, now), ask: isAlive(h, now) || (h.drainingSince === undefined && isWorthAsking(h, now)), lost: isLost(h, now) };
+}
+
+function fleetOf(deps: ActivityDeps): NonNullable<ActivityDeps['fleet']> {
+  if (!deps.fleet) throw ApplicationFailure.nonRetryable('this worker has no fleet client', FailureType.Unavailable);
+  return deps.fleet;
+}
+
+/** Every host of the fleet, judged (restore's room, the reaper's disk question, histories before the index). */
 export function fleetHosts(deps: ActivityDeps) {
-  return async function fleetHosts(): Promise<(FleetHost & { alive: boolean; ask: boolean; lost: boolean })[]> {
-    if (!deps.fleet) throw ApplicationFailure.nonRetryable('this worker has no fleet client', FailureType.Unavailable);
+  return async function fleetHosts(): Promise<Judged[]> {
     const now = Date.now();
-    return (await deps.fleet.hosts()).map((h) => ({ ...h, alive: isAlive(h, now), ask: isAlive(h, now) || (h.drainingSince === undefined && isWorthAsking(h, now)), lost: isLost(h, now) }));
+    return (await fleetOf(deps).hosts()).map((h) => judged(h, now));
+  };
+}
+
+/** One host, judged, or null when the index has no entry for it (a router's host watch). */
+export function fleetHost(deps: ActivityDeps) {
+  return async function fleetHost(req: { host: string }): Promise<Judged | null> {
+    const h = await fleetOf(deps).host(req.host);
+    return h ? judged(h, Date.now()) : null;
+  };
+}
+
+/**
+ * The hosts a placement asks, judged: the ones the index names for the domain and a bounded few
+ * whose index may be stale. Its size does not grow with the fleet.
+ */
+export function placementCandidates(deps: ActivityDeps) {
+  return async function placementCandidates(req: { domain: string }): Promise<{ hosts: Judged[]; silent: string[]; live?: number }> {
+    const c = await fleetOf(deps).candidates(req.domain);
+    const now = Date.now();
+    return { ...c, hosts: c.hosts.map((h) => judged(h, now)) };
   };
 }
 
@@ -63,8 +94,7 @@ export function fleetHosts(deps: ActivityDeps) {
  */
 export function terminateLostRun(deps: ActivityDeps) {
   return async function terminateLostRun(req: { workflowId: string; reason: string }): Promise<void> {
-    if (!deps.fleet) throw ApplicationFailure.nonRetryable('this worker has no fleet client', FailureType.Unavailable);
-    await deps.fleet.terminate(req.workflowId, req.reason);
+    await fleetOf(deps).terminate(req.workflowId, req.reason);
   };
 }
 

@@ -4,7 +4,7 @@ import { checkTargets } from './targets';
 import { freezeGuest } from './freeze';
 import { snapshotDisks } from './snapshot';
 import { forgetFreeze, thawArrivedGuest, thawGuest } from './thaw';
-import { domainPresence, fleetHosts, freezeObligationOf, freezeObligationOpen, obligationRunningNowhere, rbdDisksDefinedHere, terminateLostRun } from './fleet';
+import { domainPresence, fleetHost, fleetHosts, placementCandidates, freezeObligationOf, freezeObligationOpen, obligationRunningNowhere, rbdDisksDefinedHere, terminateLostRun } from './fleet';
 import { cloneDisk } from './clone';
 import { flattenDisk } from './flatten';
 import { finalizeDisk } from './finalize';
@@ -36,6 +36,8 @@ export function createActivities(deps: ActivityDeps) {
     domainPresence: domainPresence(deps),
     rbdDisksDefinedHere: rbdDisksDefinedHere(deps),
     fleetHosts: fleetHosts(deps),
+    fleetHost: fleetHost(deps),
+    placementCandidates: placementCandidates(deps),
     terminateLostRun: terminateLostRun(deps),
     freezeObligationOpen: freezeObligationOpen(deps),
     freezeObligationOf: freezeObligationOf(deps),

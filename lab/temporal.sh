@@ -32,6 +32,8 @@ SEARCH_ATTRIBUTES=(
   VmsnapPhase=Keyword
   VmsnapQuiesced=Bool
   VmsnapResult=Keyword
+  VmsnapDomains=KeywordList
+  VmsnapHostState=Keyword
 )
 
 running() { pid_running "$PIDFILE" "$DB"; }

@@ -9,8 +9,9 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { startHarness, uniqueId } from '../test/helpers/harness';
 import type { Harness } from '../test/helpers/harness';
-import { FLEET_REGISTRY_ID, FLEET_TASK_QUEUE } from '../src/model/fleet';
-import { readFleet } from '../src/worker/fleet-beat';
+import { FLEET_TASK_QUEUE } from '../src/model/fleet';
+import { hostEntryId } from '../src/model/fleet-index';
+import { readHost } from '../src/worker/fleet-index';
 import { recordHistory, HISTORY_DIR } from '../test/helpers/histories';
 import { CephView } from '../test/helpers/ceph-inspect';
 import type { SnapshotResult } from '../src/model/types';
@@ -54,7 +55,7 @@ async function main(): Promise<void> {
         // a host run. Only workers of the fleet queue ever replay it; the lab tests prove it.
         await recordHistory(h.client, `${id}.on.${result.host}`, set, `${name}-child`);
         // Running (it continues as new): an open history replays as far as it goes.
-        await recordHistory(h.client, FLEET_REGISTRY_ID, set, `${name}-registry`);
+        await recordHistory(h.client, hostEntryId(h.config.host), set, `${name}-host-entry`);
       } else {
         await recordHistory(h.client, id, set, name);
       }
@@ -69,9 +70,9 @@ async function main(): Promise<void> {
 async function untilInRegistry(h: Harness, domain: string): Promise<void> {
   const end = Date.now() + 30_000;
   for (;;) {
-    const hosts = await readFleet(h.client).catch(() => []);
-    if (hosts.some((x) => x.host === h.config.host && x.domains.some((d) => d.name === domain))) return;
-    if (Date.now() > end) throw new Error(`the fleet registry does not list ${domain} on ${h.config.host}`);
+    const host = await readHost(h.client, h.config.host).catch(() => undefined);
+    if (host?.domains.some((d) => d.name === domain)) return;
+    if (Date.now() > end) throw new Error(`the fleet index does not list ${domain} on ${h.config.host}`);
     await new Promise((r) => setTimeout(r, 250));
   }
 }

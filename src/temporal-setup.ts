@@ -7,7 +7,7 @@ const IndexedValueType = temporal.api.enums.v1.IndexedValueType;
 const WANTED: Record<string, temporal.api.enums.v1.IndexedValueType> = Object.fromEntries(
   Object.entries(SEARCH_ATTRIBUTE_TYPES).map(([name, t]) => [
     name,
-    t === 'Bool' ? IndexedValueType.INDEXED_VALUE_TYPE_BOOL : IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+    t === 'Bool' ? IndexedValueType.INDEXED_VALUE_TYPE_BOOL : t === 'KeywordList' ? IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD_LIST : IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
   ]),
 );
 

@@ -214,7 +214,7 @@ async function recordRestorePoint(workflowId: string, plan: SnapshotPlan, quiesc
     // VM that migrated during the copy has its definition on its new host. The images are fine.
     const type = failureType(err);
     if ((type !== FailureType.DomainNotFound && type !== FailureType.DomainNotRunning) || !patched('vmsnap-restore-point-follows-vm')) throw err;
-    const at = await locate(plan.domain.uuid);
+    const at = await locate(plan.domain.uuid, { relook: true });
     if (!at.ok) throw err;
     await imageOps(at.taskQueue).recordRestorePoint.executeWithOptions({ summary: `record restore point (${plan.domain.name} now on ${at.host})` }, [req]);
   }

@@ -11,7 +11,10 @@ export const hostForgottenSignal = defineSignal<[{ host: string }]>('hostForgott
 export const fleetQuery = defineQuery<FleetHost[]>('fleet');
 
 /**
- * The fleet's registry: one long-running workflow per namespace (id FLEET_REGISTRY_ID) that every
+ * The fleet's registry of releases before the fleet index (workflows/fleet-host.ts): kept so that
+ * a registry still running during a rolling upgrade is served and its history replays; no worker
+ * of this release beats into it, and one terminates it once its hosts moved (src/worker/fleet-index.ts).
+ * Retire 2027-06-01 with the FLEET_INDEX patch. It was one long-running workflow per namespace (id FLEET_REGISTRY_ID) that every
  * worker signals-with-start with a heartbeat. It lives in Temporal because that is the one
  * service every host already reaches, and it survives any host dying; a host that stops beating
  * is lost after LOST_AFTER_INTERVALS of its own intervals (judged by the reader against real time).

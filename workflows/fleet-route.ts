@@ -33,7 +33,7 @@ export async function routeSnapshot(input: SnapshotInput, request: SnapshotReque
   for (let hop = 0; hop <= MAX_RELOCATIONS; hop++) {
     progress.phase('locate');
     // A definite "not there" fails at once; an unsure placement is looked at again for a while.
-    const at = await lookUntilSure(() => locate(input.domain), (p) => !p.ok && (p.why === 'unanswered' || p.why === 'ambiguous' || p.why === 'no-hosts'));
+    const at = await lookUntilSure(() => locate(input.domain, { relook: true }), (p) => !p.ok && (p.why === 'unanswered' || p.why === 'ambiguous' || p.why === 'no-hosts'));
     if (!at.ok) {
       if (at.why === 'not-found') throw ApplicationFailure.nonRetryable(at.message, FailureType.DomainNotFound);
       if (at.why === 'not-running') throw ApplicationFailure.nonRetryable(at.message, FailureType.DomainNotRunning);
@@ -95,7 +95,7 @@ async function raceHostLoss<T>(result: Promise<T>, host: string, childId: string
     for (let every = longSilence ? hostWatchMs(undefined) : HOST_WATCH_MS; ; ) {
       await sleep(every);
       if (longSilence) {
-        const h = (await fleetOps().fleetHosts().catch(() => undefined))?.find((x) => x.host === host);
+        const h = await watchHost(host);
         if (!h) continue;
         every = hostWatchMs(h);
         if (!h.lost) continue;
@@ -127,6 +127,18 @@ async function raceHostLoss<T>(result: Promise<T>, host: string, childId: string
     watch.cancel();
   }
 }
+
+/**
+ * The run's host as the fleet sees it, or undefined when unreadable or unknown. One host's entry
+ * (a constant-size record in the history); histories from before the index read the whole fleet.
+ */
+async function watchHost(host: string) {
+  if (patched(FLEET_INDEX_WATCH)) return (await fleetOps().fleetHost({ host }).catch(() => null)) ?? undefined;
+  return (await fleetOps().fleetHosts().catch(() => undefined))?.find((x) => x.host === host);
+}
+
+/** Routers from before the fleet index watched the whole fleet map. Retire 2027-06-01. */
+const FLEET_INDEX_WATCH = 'vmsnap-fleet-index';
 
 /**
  * A lost host may have left the guest frozen (its run's window, or a freeze that travelled): the

@@ -2,6 +2,7 @@ export { consistentSnapshot } from './consistent-snapshot';
 export { domainLock } from './domain-lock';
 export { restoreVm } from './restore-vm';
 export { fleetRegistry } from './fleet-registry';
+export { fleetHostEntry } from './fleet-host';
 export { thawWherever } from './thaw-wherever';
 export { handOffFreeze } from './hand-off';
 export { fleetDisksInUse } from './fleet-disks';

@@ -128,11 +128,11 @@ export const M = {
   verifications: 'vmsnap_verifications_total',
   /** When a set of `domain` was last verified (by this worker): `max by (domain)` across the fleet. */
   lastVerified: 'vmsnap_last_verified_timestamp_seconds',
-  /** The fleet as the registry says it is at this scrape (every host, not only this one). */
+  /** This host as the fleet index says it is at this scrape (each host exports its own: O(1) per scrape). */
   fleetHostAlive: 'vmsnap_fleet_host_alive',
   fleetHostLastSeen: 'vmsnap_fleet_host_last_seen_seconds',
   fleetVm: 'vmsnap_fleet_vm',
-  /** 0: this worker could not read the registry at this scrape, and shows no fleet series. */
+  /** 0: this worker could not read the fleet index at this scrape, and shows no fleet series. */
   fleetRegistryUp: 'vmsnap_fleet_registry_up',
   /** Always 1; its `version` label says which vmsnap runs here (Prometheus's build_info convention). */
   buildInfo: 'vmsnap_build_info',

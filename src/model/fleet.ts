@@ -1,14 +1,14 @@
 /**
  * The fleet: which hypervisor hosts exist, which of them are alive, and where a VM runs now.
- * Hosts announce themselves (a heartbeat signal to one registry workflow); nobody keeps a list by
- * hand. Pure logic here: the registry workflow, the router and the CLI all judge liveness and
- * placement with these functions.
+ * Hosts announce themselves (a heartbeat signal to their own entry in the fleet index,
+ * fleet-index.ts); nobody keeps a list by hand. Pure logic here: the entries, the router and the
+ * CLI all judge liveness and placement with these functions.
  */
 
 /** The task queue every worker polls besides its own: location-transparent runs start here. */
 export const FLEET_TASK_QUEUE = 'vmsnap';
 
-/** The one registry workflow per namespace. */
+/** The one registry workflow per namespace of releases before the fleet index (read during a rolling upgrade). */
 export const FLEET_REGISTRY_ID = 'vmsnap-fleet';
 
 /** A heartbeat: what one host's worker says about itself. */
@@ -23,6 +23,8 @@ export interface HostBeat {
   intervalMs: number;
   /** Running domains on this host (libvirt's view when the beat was sent). */
   domains: { name: string; uuid: string }[];
+  /** Shut-off domains defined here (indexed, so a run of one fails DomainNotRunning); absent before the index. */
+  defined?: { name: string; uuid: string }[];
   /** This host's loss threshold (config fleetHostLostAfterMs); absent in beats of older releases. */
   lostAfterMs?: number;
 }

@@ -12,12 +12,18 @@ export const SA = {
   phase: defineSearchAttributeKey('VmsnapPhase', SearchAttributeType.KEYWORD),
   quiesced: defineSearchAttributeKey('VmsnapQuiesced', SearchAttributeType.BOOL),
   result: defineSearchAttributeKey('VmsnapResult', SearchAttributeType.KEYWORD),
+  /** A host entry's index (src/model/fleet-index.ts): `n:<name>` / `h:<hash>` and `u:<uuid>` of every domain defined there. */
+  domains: defineSearchAttributeKey('VmsnapDomains', SearchAttributeType.KEYWORD_LIST),
+  /** A host entry's state: alive, late, draining, lost. */
+  hostState: defineSearchAttributeKey('VmsnapHostState', SearchAttributeType.KEYWORD),
 } as const;
 
-export const SEARCH_ATTRIBUTE_TYPES: Record<string, 'Keyword' | 'Bool'> = {
+export const SEARCH_ATTRIBUTE_TYPES: Record<string, 'Keyword' | 'Bool' | 'KeywordList'> = {
   VmsnapDomain: 'Keyword',
   VmsnapHost: 'Keyword',
   VmsnapPhase: 'Keyword',
   VmsnapQuiesced: 'Bool',
   VmsnapResult: 'Keyword',
+  VmsnapDomains: 'KeywordList',
+  VmsnapHostState: 'Keyword',
 };

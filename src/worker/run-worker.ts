@@ -24,8 +24,9 @@ import { NamespaceNotPreparedError } from '../temporal-namespace';
 import { workflowCode } from './workflows-path';
 import { bulkTaskQueue } from '../model/naming';
 import { FLEET_TASK_QUEUE, workerIdentity } from '../model/fleet';
-import { FleetBeat, readFleet, terminateRun } from './fleet-beat';
-import { fleetGauges, registryFleet } from './fleet-metrics';
+import { FleetBeat, terminateRun } from './fleet-beat';
+import { listHosts, placementCandidates, readHost } from './fleet-index';
+import { fleetGauges, indexFleet } from './fleet-metrics';
 import { metricsEndpoint } from './metrics-endpoint';
 import { handOffVia } from './handoff';
 
@@ -112,7 +113,12 @@ export async function createHostWorker(
     const connection = await untilConnected('temporal (worker)', log, opts.signal, () => NativeConnection.connect(connOpts));
     opened.connection = connection;
     const reaper = new OrphanReaper(deps, client, config.imagePool, log, config.reapIntervalMs, config.ownerRecordHorizonMs, config.keepReplacedMs);
-    deps.fleet = { hosts: () => readFleet(client), terminate: (id, reason) => terminateRun(client, id, reason) };
+    deps.fleet = {
+      hosts: () => listHosts(client),
+      host: (host) => readHost(client, host),
+      candidates: (domain) => placementCandidates(client, domain),
+      terminate: (id, reason) => terminateRun(client, id, reason),
+    };
     sweeper.handOff = handOffVia(client, config.host, (uuid) => deps.guard.obligationOf(uuid));
     deps.reportProgress = async (workflowId, progress) => {
       await client.workflow.getHandle(workflowId).signal(flattenProgressSignal, progress as never);
@@ -134,7 +140,7 @@ export async function createHostWorker(
 
     const fleetWorker = await Worker.create({ connection, namespace: config.temporal.namespace, taskQueue: FLEET_TASK_QUEUE, ...workflows, activities, shutdownGraceTime: '30s', identity });
     const beat = new FleetBeat(client, { host: config.host, taskQueue, identity, lostAfterMs: config.fleetHostLostAfterMs }, deps.libvirtReadOnly, config.fleetBeatMs, log);
-    metrics.onScrape(fleetGauges(registryFleet(client), log));
+    metrics.onScrape(fleetGauges(indexFleet(client, config.host), log));
 
     let metricsUrl: string | undefined;
     if (config.metricsPort) {

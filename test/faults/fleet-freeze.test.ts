@@ -1,10 +1,11 @@
+import { hostEntryId } from '../../src/model/fleet-index';
 import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, Connection } from '@temporalio/client';
 import { run } from '../../support/lab/cli-tools';
 import { labHostWorkerEnv, loadLabEnv, need } from '../../support/lab/env';
-import { FLEET_REGISTRY_ID, FLEET_TASK_QUEUE } from '../../src/model/fleet';
+import { FLEET_TASK_QUEUE } from '../../src/model/fleet';
 import type { SnapshotResult } from '../../src/model/types';
 import { CephView } from '../helpers/ceph-inspect';
 import { uniqueId } from '../helpers/harness';
@@ -228,7 +229,7 @@ describe('a guest that migrates frozen', () => {
 });
 
 extendedDescribe('host lifecycle without false deaths', () => {
-  it('the run’s worker stopped (SIGTERM) during the copy for longer than the old host watch, the registry terminated: the run COMPLETES', async () => {
+  it('the run’s worker stopped (SIGTERM) during the copy for longer than the old host watch, its fleet-index entry terminated: the run COMPLETES', async () => {
     const a = worker('a');
     const b = worker('b');
     const id = uniqueId('ff-restart');
@@ -239,7 +240,7 @@ extendedDescribe('host lifecycle without false deaths', () => {
       const handle = await startRun(id);
       await a.reached('flatten:progress', 120_000);
       await a.stop();
-      await client.workflow.getHandle(FLEET_REGISTRY_ID).terminate('test: the registry comes back empty').catch(() => undefined);
+      await client.workflow.getHandle(hostEntryId(hosts.a.name)).terminate('test: the host entry comes back empty').catch(() => undefined);
       // Longer than the old 30 s host watch (and 3 missed beats): the old router failed HostLost here.
       await sleep(40_000);
       expect((await handle.describe()).status.name).toBe('RUNNING');

@@ -9,8 +9,8 @@ import { bulkTaskQueue, lockWorkflowId } from '../../src/model/naming';
 import type { SnapshotRequest } from '../../src/model/input';
 import { SA } from '../../src/model/search-attributes';
 import type { consistentSnapshot } from '../../workflows';
-import { scriptedActivities, type FakeHost } from './fake-host';
-import { temporalBinary } from './temporal-binary';
+import { scriptedActivities, type FakeHost } from '../../support/fast/fake-host';
+import { temporalBinary } from '../../support/fast/temporal-binary';
 
 /**
  * The real workflow code on a throwaway Temporal dev server (the lab's own CLI binary, a random
@@ -92,7 +92,7 @@ export class WorkflowLane {
 let installed = false;
 
 /** The SDK's and the workflows' logs at ERROR only (VMSNAP_SDK_LOG_LEVEL to see more), once per process. */
-function quietRuntime(): void {
+export function quietRuntime(): void {
   if (installed) return;
   const level = (process.env.VMSNAP_SDK_LOG_LEVEL as 'WARN' | undefined) ?? 'ERROR';
   Runtime.install({ logger: new DefaultLogger(level) });

@@ -1,3 +1,4 @@
+import { listHosts } from '../../src/worker/fleet-index';
 import { existsSync, mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -7,7 +8,7 @@ import { CliError, run } from '../../support/lab/cli-tools';
 import { labHostWorkerEnv, loadLabEnv } from '../../support/lab/env';
 import type { LabHostEnv } from '../../support/lab/env';
 import { longestGap, readTicks } from '../../support/lab/probe';
-import { FLEET_REGISTRY_ID, FLEET_TASK_QUEUE, isAlive } from '../../src/model/fleet';
+import { FLEET_TASK_QUEUE, isAlive } from '../../src/model/fleet';
 import type { FleetHost } from '../../src/model/fleet';
 import type { SnapshotResult } from '../../src/model/types';
 import { progressQuery } from '../../workflows/progress';
@@ -84,7 +85,7 @@ async function home(domain: string, to: 'a' | 'b', o: { paused?: boolean } = {})
 }
 
 async function fleet(): Promise<FleetHost[]> {
-  return client.workflow.getHandle(FLEET_REGISTRY_ID).query<FleetHost[]>('fleet');
+  return listHosts(client);
 }
 
 /** The phase of the run on the VM's host (the router's child), once it has one. */

@@ -1,5 +1,6 @@
+import { listHosts } from '../../src/worker/fleet-index';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FLEET_REGISTRY_ID, FLEET_TASK_QUEUE } from '../../src/model/fleet';
+import { FLEET_TASK_QUEUE } from '../../src/model/fleet';
 import type { FleetHost } from '../../src/model/fleet';
 import type { SnapshotResult } from '../../src/model/types';
 import { startHarness, uniqueId } from '../helpers/harness';
@@ -32,10 +33,10 @@ beforeAll(async () => {
 afterAll(async () => h?.stop());
 
 async function fleet(): Promise<FleetHost[]> {
-  return h.client.workflow.getHandle(FLEET_REGISTRY_ID).query<FleetHost[]>('fleet');
+  return listHosts(h.client);
 }
 
-describe('the fleet registry', () => {
+describe('the fleet index', () => {
   it('knows this host from its heartbeats: queue, identity, running VMs, last seen', async () => {
     const me = (await fleet()).find((x) => x.host === h.config.host)!;
     expect(me.taskQueue).toBe(h.hw.taskQueue);

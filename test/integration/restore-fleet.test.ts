@@ -1,9 +1,9 @@
+import { listHosts } from '../../src/worker/fleet-index';
 import { mkdtempSync, existsSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FLEET_REGISTRY_ID, FLEET_TASK_QUEUE } from '../../src/model/fleet';
-import type { FleetHost } from '../../src/model/fleet';
+import { FLEET_TASK_QUEUE } from '../../src/model/fleet';
 import type { RestoreResult } from '../../src/model/restore-point';
 import type { SnapshotResult } from '../../src/model/types';
 import { loadLabEnv } from '../../support/lab/env';
@@ -60,7 +60,7 @@ beforeAll(async () => {
   await until(
     'both hosts in the registry, serving',
     async () =>
-      (await hA.client.workflow.getHandle(FLEET_REGISTRY_ID).query<FleetHost[]>('fleet')).filter(
+      (await listHosts(hA.client)).filter(
         (h) => (h.host === hosts.a.name || h.host === hosts.b.name) && h.drainingSince === undefined,
       ).length === 2,
     120_000,

@@ -10,7 +10,7 @@ import type { Harness } from '../helpers/harness';
 import { CephView } from '../helpers/ceph-inspect';
 import { cliEnv, json, vmsnapCli } from '../helpers/cli';
 import { ensureThawed } from '../helpers/guest';
-import { temporalBinary } from '../helpers/temporal-binary';
+import { temporalBinary } from '../../support/fast/temporal-binary';
 import { quiescedTruthViolations } from '../helpers/truth';
 import { labVars, need } from '../../support/lab/env';
 import { VERSION } from '../../src/version';

@@ -1,6 +1,7 @@
 import { afterAll } from 'vitest';
 import { Client, Connection } from '@temporalio/client';
-import { FLEET_REGISTRY_ID, hostLeave, workerIdentity } from '../../src/model/fleet';
+import { hostLeave, workerIdentity } from '../../src/model/fleet';
+import { hostEntryId } from '../../src/model/fleet-index';
 import { labVars, need } from '../../support/lab/env';
 import { WorkerProcess } from '../helpers/worker-process';
 
@@ -20,10 +21,10 @@ afterAll(async () => {
   const connection = await Connection.connect({ address: need(vars, 'TEMPORAL_ADDRESS'), connectTimeout: 5000 }).catch(() => undefined);
   if (!connection) return; // a file that ends with Temporal down (a fault test) has nothing to say
   try {
-    const registry = new Client({ connection, namespace: vars.TEMPORAL_NAMESPACE ?? 'default' }).workflow.getHandle(FLEET_REGISTRY_ID);
+    const client = new Client({ connection, namespace: vars.TEMPORAL_NAMESPACE ?? 'default' });
     for (const w of workers) {
       if (w.lastPid === undefined) continue;
-      await registry.signal('hostLeft', hostLeave(w.host, workerIdentity(w.host, w.lastPid), true)).catch(() => undefined);
+      await client.workflow.getHandle(hostEntryId(w.host)).signal('hostLeft', hostLeave(w.host, workerIdentity(w.host, w.lastPid), true)).catch(() => undefined);
     }
   } finally {
     await connection.close();

@@ -3,7 +3,7 @@ import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Activities } from '../../activities';
 import { FLEET_TASK_QUEUE } from '../../src/model/fleet';
-import { temporalBinary } from '../helpers/temporal-binary';
+import { temporalBinary } from '../../support/fast/temporal-binary';
 
 /*
  * The fleet-wide "in use" a reaper asks before it removes a disk it made (issue 25 #5), on the

@@ -45,7 +45,7 @@ describe('the fleet gauges are read when /metrics is scraped', () => {
   /** The worker's endpoint with only the fleet source behind it; no beat runs. */
   async function endpoint(read: (signal: AbortSignal) => Promise<FleetHost[]>, now: () => number, timeoutMs = 2_000) {
     const metrics = new Metrics();
-    metrics.onScrape(fleetGauges(read, quiet, now));
+    metrics.onScrape(fleetGauges(async (signal) => ({ hosts: await read(signal) }), quiet, now));
     const serve = metricsEndpoint([], metrics, 0, timeoutMs);
     const server = http.createServer((req, res) => void serve(req, res));
     servers.push(server);

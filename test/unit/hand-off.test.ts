@@ -5,7 +5,7 @@ import type { Activities } from '../../activities';
 import { FLEET_TASK_QUEUE } from '../../src/model/fleet';
 import type { ThawResult } from '../../src/model/types';
 import type { HandOffResult } from '../../workflows/hand-off';
-import { temporalBinary } from '../helpers/temporal-binary';
+import { temporalBinary } from '../../support/fast/temporal-binary';
 
 /*
  * The freeze's hand-off on the real workflow code: it keeps looking while the guest is found
@@ -34,6 +34,8 @@ beforeAll(async () => {
   const fleet = [{ host: 'hv-b', taskQueue: 'q-hv-b', alive: true, ask: true, lost: false }];
   const fleetActs: Partial<Activities> = {
     fleetHosts: (async () => fleet) as unknown as Activities['fleetHosts'],
+    // The index names hv-b (the one host), whatever the domain.
+    placementCandidates: (async () => ({ hosts: fleet, silent: [] })) as unknown as Activities['placementCandidates'],
     freezeObligationOpen: async (req) => {
       const n = looks[req.domainUuid] ?? 0;
       looks[req.domainUuid] = n + 1;

@@ -6,7 +6,7 @@ import type { Activities } from '../../activities';
 import { FLEET_TASK_QUEUE } from '../../src/model/fleet';
 import type { ThawRequest, ThawResult } from '../../src/model/types';
 import type { ThawWhereverResult } from '../../workflows/thaw-wherever';
-import { temporalBinary } from '../helpers/temporal-binary';
+import { temporalBinary } from '../../support/fast/temporal-binary';
 
 /*
  * The hand-off workflow on the real workflow code: which activity it schedules on the host the
@@ -36,7 +36,7 @@ beforeAll(async () => {
   const common = { connection: env.nativeConnection, namespace: env.namespace ?? 'default', shutdownGraceTime: '1s' } as const;
   const fleet = ['host-new', 'host-old'].map((host) => ({ host, taskQueue: `q-${host}`, alive: true, ask: true }));
   workers.push(
-    await Worker.create({ ...common, taskQueue: FLEET_TASK_QUEUE, workflowBundle: { code: inject('workflowBundle') }, activities: { fleetHosts: async () => fleet } }),
+    await Worker.create({ ...common, taskQueue: FLEET_TASK_QUEUE, workflowBundle: { code: inject('workflowBundle') }, activities: { fleetHosts: async () => fleet, placementCandidates: async () => ({ hosts: fleet, silent: [] }) } }),
     await Worker.create({ ...common, taskQueue: 'q-host-new', activities: hostActivities('host-new', true) }),
     await Worker.create({ ...common, taskQueue: 'q-host-old', activities: hostActivities('host-old', false) }),
   );

@@ -1,7 +1,7 @@
 import { CancelledFailure } from '@temporalio/common';
 import { WorkflowFailedError } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
-import { FakeHost, type Step } from '../helpers/fake-host';
+import { FakeHost, type Step } from '../../support/fast/fake-host';
 import { useWorkflowLane } from '../helpers/workflow-lane';
 
 /*

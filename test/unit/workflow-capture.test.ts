@@ -4,7 +4,7 @@ import { toFailure } from '../../activities/failures';
 import { StepError } from '../../activities/step-error';
 import { FailureType, FREEZE_NOT_SENT } from '../../src/model/failures';
 import { SA } from '../../src/model/search-attributes';
-import { agentError, FakeHost } from '../helpers/fake-host';
+import { agentError, FakeHost } from '../../support/fast/fake-host';
 import { failureOf } from '../helpers/failure-of';
 import { useWorkflowLane } from '../helpers/workflow-lane';
 

@@ -1,7 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
 import { FailureType } from '../../src/model/failures';
-import { FakeHost, type Step } from '../helpers/fake-host';
+import { FakeHost, type Step } from '../../support/fast/fake-host';
 import { failureOf } from '../helpers/failure-of';
 import { useWorkflowLane } from '../helpers/workflow-lane';
 

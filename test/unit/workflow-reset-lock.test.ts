@@ -3,7 +3,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
 import { FailureType } from '../../src/model/failures';
 import { lockWorkflowId, slotWorkflowId } from '../../src/model/naming';
-import { FakeHost } from '../helpers/fake-host';
+import { FakeHost } from '../../support/fast/fake-host';
 import { failureOf } from '../helpers/failure-of';
 import { useWorkflowLane } from '../helpers/workflow-lane';
 

@@ -1,9 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
-import { FLEET_REGISTRY_ID, hostState, secondsSinceSeen } from '../../model/fleet';
+import { WorkflowNotFoundError } from '@temporalio/common';
+import { hostState, secondsSinceSeen } from '../../model/fleet';
 import type { FleetHost } from '../../model/fleet';
+import { hostEntryId } from '../../model/fleet-index';
 import { HOST_ID } from '../../model/input';
-import { readFleet } from '../../worker/fleet-beat';
+import { listHosts, readHost } from '../../worker/fleet-index';
 import { COMMON_HELP, configFrom, parse } from '../common-flags';
 import { CliError, Exit } from '../exit-codes';
 import { emit } from '../output';
@@ -11,7 +13,8 @@ import { withClient } from '../temporal-client';
 
 const HELP = `Usage: vmsnap fleet <hosts|forget <host>> [options]
 
-The fleet registry: every host whose worker announced itself in the last day.
+The fleet index: every host whose worker announced itself in the last day (one entry workflow
+per host, vmsnap-host-<host>).
 
   hosts           each host's state: alive, draining (its worker stopped cleanly), late (beats
                   missing) or lost, when it was last heard and the VMs it ran
@@ -20,7 +23,7 @@ The fleet registry: every host whose worker announced itself in the last day.
                   silence leaves "not running anywhere" unsure: runs of a VM no live host runs
                   fail DomainNotPlaced (retryable), and restores of a shut-off VM wait. Refused
                   while the host still beats. A retired host that starts its worker again rejoins.
-                  With no worker answering the registry, the request waits for the next one.
+                  With no worker answering, the request waits in the host's entry for the next one.
 ${COMMON_HELP}`;
 
 export async function run(argv: string[]): Promise<number> {
@@ -41,9 +44,17 @@ export async function run(argv: string[]): Promise<number> {
 
 async function registry(client: Client): Promise<FleetHost[]> {
   try {
-    return await readFleet(client);
+    return await listHosts(client);
   } catch (err) {
-    throw new CliError(`cannot read the fleet registry (${FLEET_REGISTRY_ID}): ${(err as Error).message} (a worker of any host answers it: is one running?)`, Exit.unreachable);
+    throw new CliError(`cannot read the fleet index: ${(err as Error).message} (a worker of any host answers it: is one running?)`, Exit.unreachable);
+  }
+}
+
+async function entry(client: Client, host: string): Promise<FleetHost | undefined> {
+  try {
+    return await readHost(client, host);
+  } catch (err) {
+    throw new CliError(`cannot read ${hostEntryId(host)}: ${(err as Error).message} (a worker of any host answers it: is one running?)`, Exit.unreachable);
   }
 }
 
@@ -56,22 +67,21 @@ async function hosts(client: Client, json: boolean): Promise<number> {
     taskQueue: h.taskQueue,
     vms: h.domains.map((d) => d.name).sort(),
   }));
-  emit(json, rows, () => (rows.length ? rows.map((r) => `${r.host}\t${r.state}\tlast seen ${r.lastSeenSecondsAgo} s ago\t${r.vms.join(', ') || 'no running VM'}`).join('\n') : 'the registry knows no host'));
+  emit(json, rows, () => (rows.length ? rows.map((r) => `${r.host}\t${r.state}\tlast seen ${r.lastSeenSecondsAgo} s ago\t${r.vms.join(', ') || 'no running VM'}`).join('\n') : 'the fleet index knows no host'));
   return Exit.ok;
 }
 
 async function forget(client: Client, host: string, json: boolean): Promise<number> {
-  const hosts = await registry(client).catch((err: unknown) => err as CliError);
-  if (hosts instanceof CliError) {
-    // No worker serves the registry (the last host of a fleet, or all stopped): the request waits
-    // in its history, and the registry applies the same rule (never a host that still beats)
-    // when a worker next runs it.
-    await requestForget(client, host);
-    emit(json, { host, forgotten: 'requested' }, () => `${host}: retirement requested; no worker answers the registry now, so it is applied when one next runs (not if ${host} beats again by then)`);
+  const before = await entry(client, host).catch((err: unknown) => err as CliError);
+  if (before instanceof CliError) {
+    // No worker serves the fleet queue (the last host of a fleet, or all stopped): the request
+    // waits in the entry's history, and the entry applies the same rule (never a host that still
+    // beats) when a worker next runs it.
+    if (!(await requestForget(client, host))) throw new CliError(`the fleet index knows no host "${host}"`, Exit.badInput);
+    emit(json, { host, forgotten: 'requested' }, () => `${host}: retirement requested; no worker answers the fleet index now, so it is applied when one next runs (not if ${host} beats again by then)`);
     return Exit.ok;
   }
-  const before = hosts.find((h) => h.host === host);
-  if (!before) throw new CliError(`the fleet registry knows no host "${host}"`, Exit.badInput);
+  if (!before) throw new CliError(`the fleet index knows no host "${host}"`, Exit.badInput);
   const was = hostState(before, Date.now());
   if (was === 'alive') {
     throw new CliError(`${host} still beats (last seen ${secondsSinceSeen(before, Date.now())} s ago): stop its worker first, or it rejoins at its next beat`, Exit.badInput);
@@ -79,7 +89,7 @@ async function forget(client: Client, host: string, json: boolean): Promise<numb
   await requestForget(client, host);
   // The registry judges "still beats" on its own clock, and a beat may land in between: confirm.
   for (let i = 0; i < 50; i++) {
-    const now = (await registry(client)).find((h) => h.host === host);
+    const now = await entry(client, host);
     if (!now) {
       emit(json, { host, forgotten: true, was }, () => `${host} (${was}) retired from the fleet`);
       return Exit.ok;
@@ -87,10 +97,16 @@ async function forget(client: Client, host: string, json: boolean): Promise<numb
     if (now.seenAt !== before.seenAt) throw new CliError(`${host} beat again while being forgotten: its worker runs`, Exit.failed);
     await sleep(200);
   }
-  throw new CliError(`${host} is still in the fleet registry 10 s after the request (is a worker serving the fleet queue?)`, Exit.failed);
+  throw new CliError(`${host} is still in the fleet index 10 s after the request (is a worker serving the fleet queue?)`, Exit.failed);
 }
 
-/** The registry applies it by its own rule (never a host that still beats), now or when next run. */
-function requestForget(client: Client, host: string): Promise<void> {
-  return client.workflow.getHandle(FLEET_REGISTRY_ID).signal('hostForgotten', { host });
+/** The entry applies it by its own rule (never a host that still beats), now or when next run; false: no entry. */
+async function requestForget(client: Client, host: string): Promise<boolean> {
+  try {
+    await client.workflow.getHandle(hostEntryId(host)).signal('hostForgotten', { host });
+    return true;
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return false;
+    throw err;
+  }
 }

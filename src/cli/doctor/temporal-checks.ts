@@ -1,7 +1,7 @@
 import { Client } from '@temporalio/client';
 import type { Connection } from '@temporalio/client';
 import { FLEET_TASK_QUEUE, hostState, secondsSinceSeen } from '../../model/fleet';
-import { readFleet } from '../../worker/fleet-beat';
+import { listHosts } from '../../worker/fleet-index';
 import type { FleetHost } from '../../model/fleet';
 import { temporal } from '@temporalio/proto';
 import { prepareSearchAttributes, temporalCliFor } from '../../temporal-setup';
@@ -54,12 +54,12 @@ async function checkFleet(conn: Connection, namespace: string): Promise<CheckRes
   let hosts: FleetHost[];
   try {
     const client = new Client({ connection: conn, namespace });
-    hosts = await within(10_000, 'query fleet registry', readFleet(client));
+    hosts = await within(10_000, 'read the fleet index', listHosts(client));
   } catch (err) {
-    return [warn('fleet', `no fleet registry answer: ${messageOf(err)}`, 'start a vmsnap worker: each one announces its host to the registry workflow vmsnap-fleet')];
+    return [warn('fleet', `no fleet index answer: ${messageOf(err)}`, 'start a vmsnap worker: each one announces its host to its entry workflow vmsnap-host-<host>')];
   }
   const now = Date.now();
-  if (!hosts.length) return [warn('fleet', 'the registry knows no host', 'start a vmsnap worker on each hypervisor host')];
+  if (!hosts.length) return [warn('fleet', 'the fleet index knows no host', 'start a vmsnap worker on each hypervisor host')];
   return hosts.map((h) => {
     const seen = `last seen ${secondsSinceSeen(h, now)} s ago`;
     const vms = h.domains.map((d) => d.name).sort().join(', ') || 'no running VM';

@@ -1,0 +1,245 @@
+/**
+ * The fleet at scale, simulated against the real Temporal dev server (issue 28): N simulated
+ * hosts, M VMs each, beating every --beat-ms; each answers the presence activity from its list
+ * (no libvirt). The real workflows route snapshot-only runs by VM name on the fleet queue; the
+ * runs' VM lives on sim-0, whose worker runs the child with the fast lane's fake host activities
+ * (test/../../support/fast/fake-host.ts). Each N is measured twice in the same run: with today's fleet code
+ * (the index) and with the code before it (`--base`, default the commit before the index: one
+ * registry workflow, every host asked), each on a fresh dev server.
+ *
+ *   npx tsx bench/fleet-scale.ts [--hosts 10,50,100] [--vms 20] [--runs 5] [--beat-ms 10000] [--base <commit>]
+ *
+ * Machine-independent figures per run (what a Temporal Cloud bill counts): history events of the
+ * router and of its child, activities the router schedules, actions (starts, activities, timers,
+ * child starts, signals, upserts; queries counted apart); the fleet's hot spot (events/s into the
+ * busiest fleet workflow), the bytes a router's host watch adds to its history per tick, and
+ * locate latency (router start → child start; wall time, this machine's).
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, symlinkSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Client } from '@temporalio/client';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Runtime, DefaultLogger, Worker, bundleWorkflowCode } from '@temporalio/worker';
+import type { temporal } from '@temporalio/proto';
+import type { Activities } from '../activities';
+import { fleetHost, fleetHosts, placementCandidates } from '../activities/fleet';
+import type { ActivityDeps } from '../activities/deps';
+import type { LibvirtClient } from '../src/libvirt';
+import { FLEET_REGISTRY_ID, FLEET_TASK_QUEUE, isAlive, isLost, isWorthAsking, workerIdentity } from '../src/model/fleet';
+import type { FleetHost, HostBeat, Presence } from '../src/model/fleet';
+import { ALL_ENTRIES, hostEntryId } from '../src/model/fleet-index';
+import { bulkTaskQueue } from '../src/model/naming';
+import { SA } from '../src/model/search-attributes';
+import { FleetBeat } from '../src/worker/fleet-beat';
+import { listHosts, placementCandidates as candidatesOf, readHost } from '../src/worker/fleet-index';
+import type { Logger } from '../src/worker/logger';
+import { workflowsPath } from '../src/worker/workflows-path';
+import { FakeHost, scriptedActivities } from '../support/fast/fake-host';
+import { temporalBinary } from '../support/fast/temporal-binary';
+import { quantile } from './stats';
+
+const args = process.argv.slice(2);
+const opt = (name: string, d: string) => (args.includes(`--${name}`) ? args[args.indexOf(`--${name}`) + 1]! : d);
+const HOSTS = opt('hosts', '10,50,100').split(',').map(Number);
+const VMS = Number(opt('vms', '20'));
+const RUNS = Number(opt('runs', '5'));
+const BEAT_MS = Number(opt('beat-ms', '10000'));
+const BASE = opt('base', '9faaac5');
+const quiet: Logger = { info: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined };
+
+type Mode = 'index' | 'base';
+interface Row {
+  mode: Mode;
+  hosts: number;
+  routerEvents: number;
+  childEvents: number;
+  routerActivities: number;
+  actions: number;
+  queriesPerRun: number;
+  hotEventsPerSec: number;
+  hotWorkflow: string;
+  watchBytesPerTick: number;
+  locateP50: number;
+  locateP99: number;
+  runMsP50: number;
+}
+
+const vmName = (h: number, v: number) => `sim-${h}-vm-${v}`;
+const uuidOf = (h: number, v: number) => `00000000-0000-4000-8000-${(h * 10_000 + v).toString(16).padStart(12, '0')}`;
+
+async function bundleOf(mode: Mode): Promise<string> {
+  if (mode === 'index') return (await bundleWorkflowCode({ workflowsPath: workflowsPath(), logger: silentBundler })).code;
+  const dir = path.join(os.tmpdir(), `vmsnap-fleet-base-${BASE}`);
+  if (!existsSync(dir)) {
+    execFileSync('git', ['worktree', 'add', '--detach', dir, BASE], { stdio: 'ignore' });
+    symlinkSync(path.resolve('node_modules'), path.join(dir, 'node_modules'));
+  }
+  return (await bundleWorkflowCode({ workflowsPath: path.join(dir, 'workflows', 'index.ts'), logger: silentBundler })).code;
+}
+const noop = () => undefined;
+const silentBundler = { log: noop, trace: noop, debug: noop, info: noop, warn: noop, error: noop };
+
+/** A simulated host's presence answer: its own list, as libvirt would say. */
+function presence(h: number): Pick<Activities, 'domainPresence'> {
+  return {
+    domainPresence: async (req: { domain: string; taskQueue: string }): Promise<Presence> => {
+      const base = { host: `sim-${h}`, taskQueue: req.taskQueue };
+      for (let v = 0; v < VMS; v++) if (req.domain === vmName(h, v) || req.domain === uuidOf(h, v)) return { ...base, found: true, uuid: uuidOf(h, v), name: vmName(h, v), state: 'running' };
+      return { ...base, found: false };
+    },
+  } as Pick<Activities, 'domainPresence'>;
+}
+
+function fakeLibvirt(h: number): LibvirtClient {
+  const doms = Array.from({ length: VMS }, (_, v) => ({ name: vmName(h, v), uuid: uuidOf(h, v), id: v + 1 }));
+  return { listDomains: async () => doms } as unknown as LibvirtClient;
+}
+
+/** The base release's beat: the whole list into the one registry workflow. */
+function baseBeat(client: Client, h: number): { stop(): void } {
+  const domains = Array.from({ length: VMS }, (_, v) => ({ name: vmName(h, v), uuid: uuidOf(h, v) }));
+  const send = () => {
+    const beat: HostBeat = { host: `sim-${h}`, taskQueue: `sim-${h}`, identity: workerIdentity(`sim-${h}`, 1), sentAt: Date.now(), intervalMs: BEAT_MS, domains };
+    client.workflow.signalWithStart('fleetRegistry', { workflowId: FLEET_REGISTRY_ID, taskQueue: FLEET_TASK_QUEUE, args: [{}], signal: 'hostBeat', signalArgs: [beat] }).catch(noop);
+  };
+  const first = setTimeout(() => {
+    send();
+    timer = setInterval(send, BEAT_MS);
+  }, Math.random() * BEAT_MS);
+  let timer: NodeJS.Timeout | undefined;
+  return { stop: () => (clearTimeout(first), clearInterval(timer)) };
+}
+
+const judge = (h: FleetHost, now: number) => ({ ...h, alive: isAlive(h, now), ask: isAlive(h, now) || (h.drainingSince === undefined && isWorthAsking(h, now)), lost: isLost(h, now) });
+
+async function measure(mode: Mode, n: number, code: string): Promise<Row> {
+  const env = await TestWorkflowEnvironment.createLocal({
+    server: { executable: { type: 'existing-path', path: temporalBinary() }, searchAttributes: Object.values(SA) },
+  });
+  const client = env.client;
+  const common = { connection: env.nativeConnection, namespace: env.namespace ?? 'default', shutdownGraceTime: '1s' as const };
+  const fakes = new Map<string, FakeHost>();
+  const hostOf = (workflowId: string) => {
+    let f = fakes.get(workflowId.split('.on.')[0]!);
+    if (!f) fakes.set(workflowId.split('.on.')[0]!, (f = new FakeHost(vmName(0, 0))));
+    return f;
+  };
+  const deps = {
+    fleet: {
+      hosts: () => (mode === 'index' ? listHosts(client) : client.workflow.getHandle(FLEET_REGISTRY_ID).query<FleetHost[]>('fleet')),
+      host: (h: string) => readHost(client, h),
+      candidates: (d: string) => candidatesOf(client, d),
+      terminate: async () => undefined,
+    },
+  } as unknown as ActivityDeps;
+  const fleetActs = { fleetHosts: fleetHosts(deps), fleetHost: fleetHost(deps), placementCandidates: placementCandidates(deps) } as unknown as Activities;
+  const workers: Worker[] = [
+    await Worker.create({ ...common, taskQueue: FLEET_TASK_QUEUE, workflowBundle: { code }, activities: fleetActs }),
+    await Worker.create({ ...common, taskQueue: 'sim-0', workflowBundle: { code }, activities: { ...scriptedActivities(hostOf), ...presence(0) } }),
+    await Worker.create({ ...common, taskQueue: bulkTaskQueue('sim-0'), activities: scriptedActivities(hostOf) }),
+  ];
+  for (let h = 1; h < n; h++) workers.push(await Worker.create({ ...common, taskQueue: `sim-${h}`, activities: presence(h), maxConcurrentActivityTaskPolls: 1, maxConcurrentWorkflowTaskPolls: 1 }));
+  const running = Promise.all(workers.map((w) => w.run()));
+  const beats =
+    mode === 'index'
+      ? Array.from({ length: n }, (_, h) => new FleetBeat(client, { host: `sim-${h}`, taskQueue: `sim-${h}`, identity: workerIdentity(`sim-${h}`, 1) }, async () => fakeLibvirt(h), BEAT_MS, quiet))
+      : [];
+  const baseBeats = mode === 'base' ? Array.from({ length: n }, (_, h) => baseBeat(client, h)) : [];
+  try {
+    // Staggered as real hosts are: each starts at a random moment of one interval.
+    for (const b of beats) setTimeout(() => b.start(), Math.random() * BEAT_MS);
+    const known = async () => (mode === 'index' ? (await client.workflow.count(ALL_ENTRIES)).count : (await client.workflow.getHandle(FLEET_REGISTRY_ID).query<FleetHost[]>('fleet').catch(() => [])).length);
+    for (const end = Date.now() + BEAT_MS + 60_000; (await known()) < n; ) {
+      if (Date.now() > end) throw new Error(`only ${await known()} of ${n} hosts announced`);
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    // The hot spot: events/s into the busiest fleet workflow over two intervals.
+    const hotId = mode === 'index' ? hostEntryId('sim-0') : FLEET_REGISTRY_ID;
+    const len = async () => (await client.workflow.getHandle(hotId).describe()).historyLength;
+    const runIdOf = async () => (await client.workflow.getHandle(hotId).describe()).runId;
+    const [l0, r0, t0] = [await len(), await runIdOf(), Date.now()];
+    const times: number[] = [];
+    const locates: number[] = [];
+    let last: { router: temporal.api.history.v1.IHistoryEvent[]; child: number } | undefined;
+    for (let r = 0; r <= RUNS; r++) {
+      const id = `fleet-scale-${mode}-${n}-${r}`;
+      const s = Date.now();
+      await client.workflow.execute('consistentSnapshot', { taskQueue: FLEET_TASK_QUEUE, workflowId: id, args: [{ domain: vmName(0, 0), target: { clone: false } }], workflowExecutionTimeout: '5m' });
+      if (r === 0) continue; // warm-up: caches, the first replay
+      times.push(Date.now() - s);
+      const router = (await client.workflow.getHandle(id).fetchHistory()).events ?? [];
+      const child = (await client.workflow.getHandle(`${id}.on.sim-0`).fetchHistory()).events ?? [];
+      const at = (e: temporal.api.history.v1.IHistoryEvent | undefined) => Number(e?.eventTime?.seconds ?? 0) * 1000 + Math.floor((e?.eventTime?.nanos ?? 0) / 1e6);
+      locates.push(at(router.find((e) => e.startChildWorkflowExecutionInitiatedEventAttributes)) - at(router[0]));
+      last = { router, child: child.length };
+    }
+    const dt = (Date.now() - t0) / 1000;
+    const l1 = (await runIdOf()) === r0 ? await len() : l0 + (await len()); // one continue-as-new at most in the window
+    const isAction = (e: temporal.api.history.v1.IHistoryEvent) =>
+      !!(e.activityTaskScheduledEventAttributes || e.timerStartedEventAttributes || e.startChildWorkflowExecutionInitiatedEventAttributes || e.workflowExecutionSignaledEventAttributes || e.upsertWorkflowSearchAttributesEventAttributes || e.workflowExecutionStartedEventAttributes || e.signalExternalWorkflowExecutionInitiatedEventAttributes);
+    const router = last!.router;
+    const childHist = (await client.workflow.getHandle(`fleet-scale-${mode}-${n}-${RUNS}.on.sim-0`).fetchHistory()).events ?? [];
+    // What one host-watch tick stores in the router's history: the activity's result.
+    const now = Date.now();
+    const tick = mode === 'index' ? await fleetActs.fleetHost({ host: 'sim-0' }) : (await deps.fleet!.hosts()).map((h) => judge(h, now));
+    return {
+      mode,
+      hosts: n,
+      routerEvents: router.length,
+      childEvents: last!.child,
+      routerActivities: router.filter((e) => e.activityTaskScheduledEventAttributes).length,
+      actions: router.filter(isAction).length + childHist.filter(isAction).length,
+      // The index's reads: one query per candidate host (1 here), the base: one registry query.
+      queriesPerRun: 1,
+      hotEventsPerSec: (l1 - l0) / dt,
+      hotWorkflow: hotId,
+      watchBytesPerTick: JSON.stringify(tick).length,
+      locateP50: quantile(locates, 0.5),
+      locateP99: quantile(locates, 0.99),
+      runMsP50: quantile(times, 0.5),
+    };
+  } finally {
+    for (const b of beats) await b.leave(true).catch(noop);
+    for (const b of baseBeats) b.stop();
+    for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
+    await running.catch(noop);
+    await env.teardown();
+  }
+}
+
+async function main(): Promise<void> {
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
+  const rows: Row[] = [];
+  const code = { index: await bundleOf('index'), base: await bundleOf('base') };
+  for (const n of HOSTS) {
+    for (const mode of ['base', 'index'] as const) {
+      const row = await measure(mode, n, code[mode]);
+      rows.push(row);
+      console.log(JSON.stringify(row));
+    }
+  }
+  console.log(`\nfleet scale: ${VMS} VMs per host, beats every ${BEAT_MS} ms, ${RUNS} runs per cell (snapshot-only, routed by VM name)\n`);
+  console.log('| hosts | code | router events | child events | router activities | actions/run | hot workflow events/s | watch bytes/tick | locate p50 / p99 ms | run p50 ms |');
+  console.log('|---|---|---|---|---|---|---|---|---|---|');
+  for (const r of rows) {
+    console.log(`| ${r.hosts} | ${r.mode} | ${r.routerEvents} | ${r.childEvents} | ${r.routerActivities} | ${r.actions} | ${r.hotEventsPerSec.toFixed(2)} | ${r.watchBytesPerTick} | ${r.locateP50} / ${r.locateP99} | ${r.runMsP50} |`);
+  }
+  const first = (m: Mode) => rows.find((r) => r.mode === m)!;
+  const lastOf = (m: Mode) => rows.filter((r) => r.mode === m).at(-1)!;
+  for (const m of ['base', 'index'] as const) {
+    const a = first(m);
+    const b = lastOf(m);
+    console.log(`${m}: N ${a.hosts} → ${b.hosts}: actions/run ×${(b.actions / a.actions).toFixed(2)}, router events ×${(b.routerEvents / a.routerEvents).toFixed(2)}, hot workflow events/s ×${(b.hotEventsPerSec / Math.max(0.01, a.hotEventsPerSec)).toFixed(2)}, watch bytes ×${(b.watchBytesPerTick / a.watchBytesPerTick).toFixed(2)}`);
+  }
+  const big = lastOf('index');
+  const perHost = big.hotEventsPerSec;
+  console.log(`index at N = 1000 (from the measured per-entry rate): the busiest fleet workflow takes ${perHost.toFixed(2)} events/s, ${(1000 / BEAT_MS * 1000 / 1000).toFixed(2)} beats/s fleet-wide spread over 1000 entries (${(1000 / BEAT_MS).toFixed(3)} signals/s each)`);
+  console.log(`index/base at N = ${big.hosts}: actions/run ${(big.actions / lastOf('base').actions).toFixed(2)}, router events ${(big.routerEvents / lastOf('base').routerEvents).toFixed(2)}`);
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exitCode = 1;
+});
