@@ -5,12 +5,12 @@ import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import type { LibvirtClient } from '../../src/libvirt';
-import { FLEET_TASK_QUEUE, workerIdentity } from '../../src/model/fleet';
+import { FLEET_REGISTRY_ID, FLEET_TASK_QUEUE, workerIdentity } from '../../src/model/fleet';
 import type { HostBeat } from '../../src/model/fleet';
 import { HOST_ENTRY_TYPE, entriesInState, hostEntryId } from '../../src/model/fleet-index';
 import { SA } from '../../src/model/search-attributes';
 import { FleetBeat } from '../../src/worker/fleet-beat';
-import { countHosts, listHosts, placementCandidates, readHost } from '../../src/worker/fleet-index';
+import { countHosts, forgetLegacyRead, listHosts, placementCandidates, readHost } from '../../src/worker/fleet-index';
 import type { Logger } from '../../src/worker/logger';
 import { temporalBinary } from '../../support/fast/temporal-binary';
 import { quietRuntime } from '../helpers/workflow-lane';
@@ -149,4 +149,29 @@ describe('the fleet index', () => {
     expect(names((await placementCandidates(client, 'vm-long')).hosts)).toEqual(['ix-long']);
     await client.workflow.getHandle(id).terminate('test over');
   }, 120_000);
+
+  it('during a rolling upgrade, hosts still on the old registry are found there; once every one has an entry, the old registry is ended', async () => {
+    const client = env.client;
+    const vm = dom('vm-upgrading');
+    const oldBeat: HostBeat = { host: 'ix-old', taskQueue: 'vmsnap-ix-old', identity: workerIdentity('ix-old', 7), sentAt: Date.now(), intervalMs: 10_000, domains: [{ name: vm.name, uuid: vm.uuid }] };
+    await client.workflow.signalWithStart('fleetRegistry', { workflowId: FLEET_REGISTRY_ID, taskQueue: FLEET_TASK_QUEUE, args: [{}], signal: 'hostBeat', signalArgs: [oldBeat] });
+    forgetLegacyRead();
+    expect(names((await placementCandidates(client, vm.name)).hosts)).toEqual(['ix-old']);
+    expect(names(await listHosts(client)).includes('ix-old')).toBe(true);
+    // The host is upgraded: its new worker beats into its entry.
+    const upgraded = host(client, 'ix-old', [vm]);
+    upgraded.beat.start();
+    try {
+      await until('indexed', async () => names((await placementCandidates(client, vm.name)).hosts).join() === 'ix-old');
+      forgetLegacyRead();
+      await until('the old registry ended', async () => {
+        forgetLegacyRead();
+        await listHosts(client);
+        return (await client.workflow.getHandle(FLEET_REGISTRY_ID).describe()).status.name === 'TERMINATED';
+      });
+      expect(names((await placementCandidates(client, vm.name)).hosts)).toEqual(['ix-old']);
+    } finally {
+      await upgraded.beat.leave(true);
+    }
+  }, 60_000);
 });
