@@ -15,6 +15,12 @@ const exit2 = (fn: () => unknown, message: RegExp) => {
 };
 
 describe('schedule flag parsing', () => {
+  it('turns --window into a daily start at its beginning, spread by Temporal over its length (across midnight too)', () => {
+    expect(parseSpec({ window: '01:00-05:00' })).toEqual({ cronExpressions: ['0 1 * * *'], jitter: 4 * 3_600_000 });
+    expect(parseSpec({ window: '22:30-02:00', timezone: 'Europe/Berlin' })).toEqual({ cronExpressions: ['30 22 * * *'], jitter: 210 * 60_000, timezone: 'Europe/Berlin' });
+    expect(describeSpec({ cronExpressions: ['0 1 * * *'], jitter: 4 * 3_600_000 })).toBe('cron 0 1 * * *, spread over 4h');
+  });
+
   it('turns --every into an interval in ms and --cron into a cron expression', () => {
     expect(parseSpec({ every: '1h' })).toEqual({ intervals: [{ every: 3_600_000 }] });
     expect(parseSpec({ every: '90s' })).toEqual({ intervals: [{ every: 90_000 }] });
@@ -33,6 +39,9 @@ describe('schedule flag parsing', () => {
     exit2(() => parseSpec({ cron: '0 3 * * * ; rm -rf /' }), /five fields/);
     exit2(() => parseSpec({ cron: '$(reboot) 3 * * *' }), /five fields/);
     exit2(() => parseSpec({ every: '1h', timezone: 'Nowhere/Else' }), /unknown --timezone/);
+    exit2(() => parseSpec({ window: '01:00-05:00', cron: '0 3 * * *' }), /exactly one of/);
+    for (const w of ['1:00-05:00', '01:00', '01:00-24:00', '01:00-05:60', '01:00-05:00-06:00', '$(reboot)']) exit2(() => parseSpec({ window: w }), /--window expects HH:MM-HH:MM/);
+    exit2(() => parseSpec({ window: '03:00-03:00' }), /is empty/);
   });
 
   it('parses durations and overlap policies', () => {

@@ -12,7 +12,7 @@ import { withClient } from '../temporal-client';
 import type { ScheduleMemo } from './common';
 import { parseDuration, parseOverlap, parseSpec, scheduleId } from './spec';
 
-export const CREATE_HELP = `Usage: vmsnap schedule create <schedule-id> --domain D (--every DURATION | --cron EXPR) [options]
+export const CREATE_HELP = `Usage: vmsnap schedule create <schedule-id> --domain D (--every DURATION | --cron EXPR | --window HH:MM-HH:MM) [options]
 
 Creates a Temporal Schedule that starts consistentSnapshot for D by name on the fleet queue
 vmsnap: each run finds the host D runs on then, so the schedule follows D through migrations
@@ -23,7 +23,10 @@ carrying that label, vmsnap.owner=vmsnap and vmsnap.domain=D, never others.
   --domain D               the libvirt domain to snapshot (required)
   --every DURATION         interval: 90s, 30m, 1h, 1d (at least 10s)
   --cron EXPR              five-field cron, e.g. '0 3 * * *' (or @daily, @hourly...)
-  --timezone TZ            IANA zone for --cron (default UTC)
+  --window HH:MM-HH:MM     daily, at a moment Temporal picks anew each day inside the window
+                           (e.g. 01:00-05:00; may cross midnight): a fleet's schedules with one
+                           window spread their starts over it
+  --timezone TZ            IANA zone for --cron and --window (default UTC)
   --keep-last N            keep the N newest snapshots
   --keep-daily D           keep the newest snapshot of each of the last D days (UTC)
   --verify-every N         after a run, vmsnap verify its image set when none of the N-1 runs of
@@ -45,6 +48,7 @@ export async function create(argv: string[]): Promise<number> {
     domain: { type: 'string' },
     every: { type: 'string' },
     cron: { type: 'string' },
+    window: { type: 'string' },
     timezone: { type: 'string' },
     'keep-last': { type: 'string' },
     'keep-daily': { type: 'string' },
@@ -75,7 +79,7 @@ export async function create(argv: string[]): Promise<number> {
   const pinned = values.host !== undefined;
   const taskQueue = pinned ? hostTaskQueue(config.host) : FLEET_TASK_QUEUE;
   const host = pinned ? config.host : FLEET_TASK_QUEUE;
-  const specText = values.every ? `every ${values.every}` : `cron ${values.cron!.trim()}`;
+  const specText = values.every ? `every ${values.every}` : values.window ? `daily in ${values.window}` : `cron ${values.cron!.trim()}`;
   const memo: ScheduleMemo = { domain: request.domain, host, spec: specText, ...(request.retention ? { retention: request.retention } : {}) };
   const attrs = [{ key: SA.domain, value: request.domain }, ...(pinned ? [{ key: SA.host, value: config.host }] : [])];
 

@@ -37,16 +37,36 @@ export function parseDuration(flag: string, s: string, minMs = 10_000): number {
   return ms;
 }
 
-export function parseSpec(v: { every?: string; cron?: string; timezone?: string }): ScheduleSpec {
-  if (!!v.every === !!v.cron) throw new CliError('give exactly one of --every DURATION or --cron EXPR', Exit.badInput);
+const CLOCK = /^([01][0-9]|2[0-3]):([0-5][0-9])$/;
+
+export function parseSpec(v: { every?: string; cron?: string; window?: string; timezone?: string }): ScheduleSpec {
+  if ([v.every, v.cron, v.window].filter(Boolean).length !== 1) throw new CliError('give exactly one of --every DURATION, --cron EXPR or --window HH:MM-HH:MM', Exit.badInput);
   const tz = v.timezone ? { timezone: timezone(v.timezone) } : {};
   if (v.every) return { intervals: [{ every: parseDuration('every', v.every) }], ...tz };
+  if (v.window) return { ...dailyWindow(v.window), ...tz };
   const expr = v.cron!.trim();
   const fields = expr.split(/\s+/);
   if (!CRON_MACRO.test(expr) && (fields.length !== 5 || !fields.every((f) => CRON_FIELD.test(f)))) {
     throw new CliError(`--cron expects five fields "minute hour day month weekday" (e.g. '0 3 * * *') or @daily, got "${v.cron}"`, Exit.badInput);
   }
   return { cronExpressions: [expr], ...tz };
+}
+
+/**
+ * `--window 01:00-05:00`: daily, at a moment Temporal picks anew each day within the window (the
+ * schedule's own jitter), so a fleet of schedules with one window spreads its starts over it
+ * instead of meeting Temporal's per-namespace start rate at one instant. A window may cross
+ * midnight (22:00-02:00).
+ */
+function dailyWindow(w: string): ScheduleSpec {
+  const [from, to, ...rest] = w.split('-');
+  const a = CLOCK.exec(from ?? '');
+  const b = CLOCK.exec(to ?? '');
+  if (!a || !b || rest.length) throw new CliError(`--window expects HH:MM-HH:MM (24-hour, e.g. 01:00-05:00), got "${w}"`, Exit.badInput);
+  const start = Number(a[1]) * 60 + Number(a[2]);
+  const minutes = (Number(b[1]) * 60 + Number(b[2]) - start + 1440) % 1440;
+  if (minutes < 1) throw new CliError(`--window ${w} is empty: its end must differ from its start`, Exit.badInput);
+  return { cronExpressions: [`${Number(a[2])} ${Number(a[1])} * * *`], jitter: minutes * 60_000 };
 }
 
 export function parseOverlap(s: string | undefined): ScheduleOverlapPolicy {
@@ -65,11 +85,12 @@ function timezone(tz: string): string {
 }
 
 /** "every 1h" / "cron 0 3 * * *" for humans, from a described spec. */
-export function describeSpec(spec: { intervals?: { every: number | string }[]; calendars?: unknown[]; cronExpressions?: string[]; timezone?: string }): string {
+export function describeSpec(spec: { intervals?: { every: number | string }[]; calendars?: unknown[]; cronExpressions?: string[]; timezone?: string; jitter?: number | string }): string {
   const parts: string[] = [];
   for (const i of spec.intervals ?? []) parts.push(`every ${humanMs(Number(i.every))}`);
   for (const c of spec.cronExpressions ?? []) parts.push(`cron ${c}`);
   if (spec.calendars?.length) parts.push(`${spec.calendars.length} calendar spec(s)`);
+  if (spec.jitter && Number(spec.jitter) > 0) parts.push(`spread over ${humanMs(Number(spec.jitter))}`);
   const text = parts.join(', ') || 'no spec';
   return spec.timezone ? `${text} (${spec.timezone})` : text;
 }
