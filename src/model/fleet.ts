@@ -87,7 +87,8 @@ export function isLost(h: Pick<FleetHost, 'seenAt'> & { lostAfterMs?: number; dr
  * stopped cleanly, "back soon"); late (beats missing, not yet lost); lost. Only a lost host's
  * silence rules it out as where a VM runs; a draining or late one leaves "not running" unsure.
  */
-export type HostState = 'alive' | 'draining' | 'late' | 'lost';
+export const HOST_STATES = ['alive', 'draining', 'late', 'lost'] as const;
+export type HostState = (typeof HOST_STATES)[number];
 
 export function hostState(h: Pick<FleetHost, 'seenAt' | 'intervalMs'> & { lostAfterMs?: number; drainingSince?: number }, now: number): HostState {
   if (isLost(h, now)) return 'lost';

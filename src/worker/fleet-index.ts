@@ -1,6 +1,6 @@
 import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
-import { FLEET_REGISTRY_ID, isLost } from '../model/fleet';
+import { FLEET_REGISTRY_ID, HOST_STATES, isLost } from '../model/fleet';
 import type { FleetHost } from '../model/fleet';
 import { ALL_ENTRIES, UNSURE_HOSTS_ASKED, entriesInState, hostEntryId, lookupKeys, placementQuery } from '../model/fleet-index';
 import { SA } from '../model/search-attributes';
@@ -83,9 +83,8 @@ export async function listHosts(client: Client): Promise<FleetHost[]> {
 
 /** How many hosts are in each state (`vmsnap fleet hosts`, the bench): 4 visibility calls. */
 export async function countHosts(client: Client): Promise<Record<'alive' | 'late' | 'draining' | 'lost', number>> {
-  const states = ['alive', 'late', 'draining', 'lost'] as const;
-  const counts = await Promise.all(states.map((s) => client.workflow.count(entriesInState([s]))));
-  return Object.fromEntries(states.map((s, i) => [s, counts[i]!.count])) as Record<(typeof states)[number], number>;
+  const counts = await Promise.all(HOST_STATES.map((s) => client.workflow.count(entriesInState([s]))));
+  return Object.fromEntries(HOST_STATES.map((s, i) => [s, counts[i]!.count])) as Record<(typeof HOST_STATES)[number], number>;
 }
 
 /**
@@ -112,7 +111,9 @@ async function readLegacy(client: Client, now: number): Promise<FleetHost[]> {
     const handle = client.workflow.getHandle(FLEET_REGISTRY_ID);
     if ((await handle.describe()).status.name !== 'RUNNING') return [];
     const held = await handle.query<FleetHost[]>('fleet');
-    const moved = new Set(await entryHosts(client, ALL_ENTRIES, 100_000).catch(() => [] as string[]));
+    // Moved = its entry has published (domains and state come in one upsert): an entry started but
+    // not yet through its first beat would otherwise end the registry while nothing names the VM.
+    const moved = new Set(await entryHosts(client, entriesInState(HOST_STATES), 100_000).catch(() => [] as string[]));
     const left = held.filter((h) => !moved.has(h.host) && !isLost(h, now));
     if (!left.length) await handle.terminate('every host of this registry moved to the fleet index (vmsnap-host-<host>)').catch(() => undefined);
     return left;

@@ -155,9 +155,19 @@ describe('the fleet index', () => {
     const vm = dom('vm-upgrading');
     const oldBeat: HostBeat = { host: 'ix-old', taskQueue: 'vmsnap-ix-old', identity: workerIdentity('ix-old', 7), sentAt: Date.now(), intervalMs: 10_000, domains: [{ name: vm.name, uuid: vm.uuid }] };
     await client.workflow.signalWithStart('fleetRegistry', { workflowId: FLEET_REGISTRY_ID, taskQueue: FLEET_TASK_QUEUE, args: [{}], signal: 'hostBeat', signalArgs: [oldBeat] });
+    // The old registry answers once its first workflow task has run.
+    await until('found on the old registry', async () => {
+      forgetLegacyRead();
+      return names((await placementCandidates(client, vm.name).catch(() => ({ hosts: [] }))).hosts).join() === 'ix-old';
+    });
+    expect(names(await listHosts(client)).includes('ix-old')).toBe(true);
+    // Its entry exists but has not published yet (no beat taken): the old registry still answers for it.
+    await client.workflow.start(HOST_ENTRY_TYPE, { workflowId: hostEntryId('ix-old'), taskQueue: FLEET_TASK_QUEUE, args: [{}] });
+    forgetLegacyRead();
+    await listHosts(client);
+    expect((await client.workflow.getHandle(FLEET_REGISTRY_ID).describe()).status.name).toBe('RUNNING');
     forgetLegacyRead();
     expect(names((await placementCandidates(client, vm.name)).hosts)).toEqual(['ix-old']);
-    expect(names(await listHosts(client)).includes('ix-old')).toBe(true);
     // The host is upgraded: its new worker beats into its entry.
     const upgraded = host(client, 'ix-old', [vm]);
     upgraded.beat.start();
