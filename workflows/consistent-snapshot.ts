@@ -11,6 +11,8 @@ import { quiesceRecord, reusedResult, snapshotResult, windowSteps } from '../src
 import type { Capture, CopiedDisk } from '../src/model/snapshot-result';
 import type { DiskPlan, FleetLimits, InspectResult, SnapshotPlan, SnapshotResult } from '../src/model/types';
 import { acquireSlot } from './slots';
+import { takeTurns } from './limits';
+import type { TurnWanted } from './limits';
 import type { HeldSlot } from './slots';
 import { cleanup, flattening, imageOps, inspection, prepareLocal } from './activity-profiles';
 import { captureDisks, failureType } from './capture';
@@ -122,7 +124,7 @@ async function snapshotAndCopy(
   const saga = new Compensations();
   try {
     // Fleet limits hold from before the freeze to after the thaw (never the copy).
-    const slots = found.limits && patched('vmsnap-fleet-limits') ? await timed(steps, 'slots', () => holdSlots(plan, found, found.limits!)) : [];
+    const slots = found.limits ? await timed(steps, 'slots', () => holdLimits(plan, found, found.limits!)) : [];
     let capture: Capture;
     try {
       // Right before the window, in the workflow task that runs it: a Reset to the last task
@@ -242,6 +244,26 @@ function reused(
 }
 
 /** A freeze-window slot of this host (when the run freezes), then a snapshot slot of the cluster. */
+/**
+ * The fleet limits' turns (workflows/limits.ts), FIFO and without polling. Histories from before
+ * them took polled slots (workflows/slots.ts; retire both 2027-03-01, when no run begun before
+ * 2026-12-06 is open: runs end within their own timeouts). Older still: no limits at all.
+ */
+async function holdLimits(plan: SnapshotPlan, found: InspectResult, limits: FleetLimits): Promise<{ waitedMs: number; release(): Promise<void> }[]> {
+  if (patched(FIFO_LIMITS)) {
+    const wanted: TurnWanted[] = [];
+    if (plan.freeze) wanted.push({ kind: 'window', scope: found.host, n: limits.windowsPerHost, label: `freeze window on ${found.host}` });
+    wanted.push({ kind: 'snap', scope: found.fsid, n: limits.snapshotsPerCluster, label: `snapshot on cluster ${found.fsid}` });
+    // The lease only says how soon a closed holder (a Reset's replaced run, a terminated one) is
+    // noticed; a live one keeps its turn. Most windows end within it unasked.
+    return takeTurns(wanted, { maxWaitMs: 600_000, leaseMs: 10_000 });
+  }
+  if (!patched('vmsnap-fleet-limits')) return [];
+  return holdSlots(plan, found, limits);
+}
+
+const FIFO_LIMITS = 'vmsnap-fifo-limits';
+
 async function holdSlots(plan: SnapshotPlan, found: InspectResult, limits: FleetLimits): Promise<HeldSlot[]> {
   const { workflowId, runId } = workflowInfo();
   const holder = { workflowId, runId };

@@ -7,3 +7,4 @@ export { thawWherever } from './thaw-wherever';
 export { handOffFreeze } from './hand-off';
 export { fleetDisksInUse } from './fleet-disks';
 export { verifySnapshot } from './verify';
+export { fleetLimit } from './fleet-limit';

@@ -16,6 +16,7 @@ import { uniqueId } from '../helpers/harness';
 import { labVars, need } from '../../support/lab/env';
 import { sleep, WorkerProcess } from '../helpers/worker-process';
 import { failureOf } from '../helpers/failure-of';
+import { turnsHeldBy } from '../helpers/limit-turns';
 import { extendedIt, repetitions } from '../helpers/lanes';
 
 /*
@@ -151,23 +152,13 @@ async function truthful(domain: string, handle: WorkflowHandle, since: number): 
   expect(left).toEqual([]);
   const lock = await client.workflow.getHandle(lockWorkflowId(result.domain.uuid)).describe();
   expect(lock.status.name).not.toBe('RUNNING');
-  // Nor a fleet-limit slot: a Reset leaves the replaced run's slot running; the new run frees it.
-  const heldSlots = async () => {
-    const held: string[] = [];
-    for await (const w of client.workflow.list({ query: `WorkflowId STARTS_WITH "vmsnap-slot-" AND ExecutionStatus = "Running"` })) {
-      // The listing may lag; describe is the truth.
-      if (w.parentExecution?.workflowId !== handle.workflowId) continue;
-      const d = await client.workflow.getHandle(w.workflowId, w.runId).describe();
-      if (d.status.name === 'RUNNING') held.push(`${w.workflowId} (parent run ${w.parentExecution.runId})`);
-    }
-    return held;
-  };
-  let held = await heldSlots();
+  // Nor a turn of a fleet limit: the new run's request replaces the replaced run's.
+  let held = await turnsHeldBy(client, handle.workflowId);
   for (let i = 0; i < 10 && held.length; i++) {
     await sleep(500);
-    held = await heldSlots();
+    held = await turnsHeldBy(client, handle.workflowId);
   }
-  expect(held, 'slots still held').toEqual([]);
+  expect(held, 'turns still held').toEqual([]);
   return result;
 }
 

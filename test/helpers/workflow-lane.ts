@@ -6,6 +6,7 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, inject } from 'vitest';
 import { bulkTaskQueue, lockWorkflowId } from '../../src/model/naming';
+import { FLEET_TASK_QUEUE } from '../../src/model/fleet';
 import type { SnapshotRequest } from '../../src/model/input';
 import { SA } from '../../src/model/search-attributes';
 import type { consistentSnapshot } from '../../workflows';
@@ -39,6 +40,8 @@ export class WorkflowLane {
     lane.workers.push(
       await Worker.create({ ...common, taskQueue, workflowBundle: { code: inject('workflowBundle') } }),
       await Worker.create({ ...common, taskQueue: bulkTaskQueue(taskQueue) }),
+      // The fleet limits' queues run there (workflows/fleet-limit.ts), as on every host worker.
+      await Worker.create({ ...common, taskQueue: FLEET_TASK_QUEUE, workflowBundle: { code: inject('workflowBundle') } }),
     );
     lane.running = Promise.all(lane.workers.map((w) => w.run()));
     return lane;

@@ -84,7 +84,7 @@ async function scheduleImages(id: string): Promise<string[]> {
 
 describe('vmsnap schedule: bad input is refused before anything is contacted', () => {
   it.each([
-    [['create', 's1', '--domain', 'vm-1'], /exactly one of --every .* or --cron/],
+    [['create', 's1', '--domain', 'vm-1'], /exactly one of --every .*, --cron .* or --window/],
     [['create', 's1', '--domain', 'vm-1', '--every', '1h', '--cron', '0 3 * * *'], /exactly one of/],
     [['create', 's1', '--domain', 'vm-1', '--every', '5x'], /--every expects a duration/],
     [['create', 's1', '--domain', 'vm-1', '--every', '2s'], /--every must be at least 10s/],

@@ -17,6 +17,7 @@ import { CephView } from '../helpers/ceph-inspect';
 import { cliEnv, json, vmsnapCli } from '../helpers/cli';
 import { failureOf } from '../helpers/failure-of';
 import { startHarness, uniqueId } from '../helpers/harness';
+import { holdTurn } from '../helpers/limit-turns';
 import type { Harness } from '../helpers/harness';
 import { quiescedTruthViolations } from '../helpers/truth';
 import { WorkerProcess } from '../helpers/worker-process';
@@ -156,22 +157,18 @@ function cell(name: string, fn: () => Promise<void>): void {
 
 describe('migrations at chosen points of a run', () => {
   cell('before the freeze: the run follows the VM to its new host (one relocation in the history)', async () => {
-    // Hold host A's only freeze-window slot, so the run waits between inspection and its freeze.
-    const blocker = await client.workflow.start('domainLock', {
-      taskQueue: hA.hw.taskQueue,
-      workflowId: `vmsnap-slot-window-${hosts.a.name}-0`,
-      args: [{ workflowId: 'test-blocker', runId: 'none' }],
-    });
+    // Hold host A's only freeze-window turn, so the run waits between inspection and its freeze.
+    const blocker = await holdTurn(client, 'window', hosts.a.name, 1, uniqueId('blocker'));
     const id = uniqueId('fm-before');
     const from = Date.now();
     let result: SnapshotResult | undefined;
     try {
       const handle = await client.workflow.start('consistentSnapshot', { taskQueue: FLEET_TASK_QUEUE, workflowId: id, args: [{ domain: g1, ...WINDOW, quiesce: 'require' }] });
-      // The child on A has inspected and locked, and now waits for the slot.
+      // The child on A has inspected and locked, and now waits for its turn.
       await until('the run on host A to wait for its slot', async () => ((await childPhase(id)) === 'lock' ? true : undefined), 60_000, 100);
       await new Promise((r) => setTimeout(r, 1500));
       await migrate(g1, 'b');
-      await blocker.signal('release');
+      await blocker.release();
       result = (await handle.result()) as SnapshotResult;
       expect(result.host).toBe(hosts.b.name);
       expect(result.relocations?.map((m) => m.from)).toEqual([hosts.a.name]);
@@ -181,7 +178,7 @@ describe('migrations at chosen points of a run', () => {
       expect((await client.workflow.getHandle(`${id}.on.${hosts.a.name}`).describe()).status.name).toBe('FAILED');
       expect((await client.workflow.getHandle(`${id}.on.${hosts.b.name}.1`).describe()).status.name).toBe('COMPLETED');
     } finally {
-      await blocker.signal('release').catch(() => undefined);
+      await blocker.release();
       await ceph.removeResultImages(result);
       await home(g1, 'a');
     }

@@ -6,6 +6,8 @@ import type { SnapshotResult } from '../../src/model/types';
 import { startHarness, uniqueId } from '../helpers/harness';
 import type { Harness } from '../helpers/harness';
 import { CephView } from '../helpers/ceph-inspect';
+import { limitState } from '../helpers/limit-turns';
+import { limitWorkflowId } from '../../src/model/limits';
 import { cliEnv, json, vmsnapCli } from '../helpers/cli';
 import { failureOf } from '../helpers/failure-of';
 import { freezeStatus } from '../helpers/guest';
@@ -156,9 +158,9 @@ describe('fleet limits, held through Temporal', () => {
       expect(runs.every((r) => r.quiesced)).toBe(true);
       expect(windows[1].from, 'second window starts after the first ends').toBeGreaterThanOrEqual(windows[0].to);
       expect(Math.max(...windows.map((w) => w.waited)), 'one of them waited for the slot').toBeGreaterThan(0);
-      // The slot is a workflow: released (closed) once the window ended.
-      const slot = await h.client.workflow.getHandle(`vmsnap-slot-window-${h.config.host}-0`).describe();
-      expect(slot.status.name).toBe('COMPLETED');
+      // The turns are let go once the windows ended.
+      const turns = await limitState(h.client, limitWorkflowId('window', h.config.host));
+      expect(turns.held.length + turns.queue.length).toBe(0);
     } finally {
       for (const r of runs) await ceph.removeResultImages(r);
     }

@@ -1,0 +1,89 @@
+import { condition, continueAsNew, defineQuery, defineSignal, getExternalWorkflowHandle, setHandler, workflowInfo } from '@temporalio/workflow';
+import { emptyLimit, grant, nextLeaseEnd, nextTurn, pastLease, releaseTurn, renewLease, requestTurn } from '../src/model/limits';
+import type { LimitRequest, LimitState } from '../src/model/limits';
+import { stillRuns } from './domain-lock';
+
+export const limitRequestSignal = defineSignal<[LimitRequest]>('limitRequest');
+export const limitReleaseSignal = defineSignal<[{ ticket: string }]>('limitRelease');
+/** Sent to the asking run: its turn came (`granted`), or the queue is full (`refused`). */
+export const limitAnswerSignal = defineSignal<[{ ticket: string; answer: 'granted' | 'refused' }]>('limitAnswer');
+export const limitStateQuery = defineQuery<LimitState>('limitState');
+
+/**
+ * One fleet limit's FIFO queue (src/model/limits.ts): `vmsnap-limit-window-<host>` for a host's
+ * freeze windows, `vmsnap-limit-snap-<fsid>` for a cluster's snapshots. Runs ask by signal and
+ * are answered by signal when their turn comes, oldest first; nobody polls. A grant past its lease
+ * is kept while its holder run still runs (a closed run, however it ended, lets go), so the
+ * limit holds at every moment and nothing leaks. Idle for IDLE_MS it ends; the next request starts
+ * it again (workflows/limits.ts).
+ */
+export async function fleetLimit(init: { state?: LimitState; requests?: LimitRequest[] } = {}): Promise<void> {
+  const s: LimitState = init.state ?? emptyLimit();
+  const inbox: LimitRequest[] = [...(init.requests ?? [])];
+  let released = 0;
+  setHandler(limitRequestSignal, (r) => {
+    inbox.push(r);
+  });
+  setHandler(limitReleaseSignal, ({ ticket }) => {
+    releaseTurn(s, ticket);
+    released++;
+  });
+  setHandler(limitStateQuery, () => s);
+  let idleSince = Date.now();
+
+  for (;;) {
+    const answers: Promise<void>[] = [];
+    for (let r = inbox.shift(); r; r = inbox.shift()) {
+      const req = r;
+      const out = requestTurn(s, req);
+      // 'held': a repeated request whose grant is standing; telling again costs one signal.
+      if (out !== 'queued') answers.push(tell(req, out === 'held' ? 'granted' : 'refused').then(() => undefined));
+    }
+    // Reserved before the signal goes out, so grants in flight count against the limit.
+    for (let r = nextTurn(s); r; r = nextTurn(s)) {
+      const req = r;
+      grant(s, req, Date.now());
+      answers.push(
+        tell(req, 'granted').then((delivered) => {
+          if (!delivered) releaseTurn(s, req.ticket);
+        }),
+      );
+    }
+    for (const h of pastLease(s, Date.now())) {
+      answers.push(
+        stillRuns(h).then((runs) => {
+          if (runs) renewLease(s, h.ticket, Date.now());
+          else releaseTurn(s, h.ticket);
+        }),
+      );
+    }
+    await Promise.all(answers);
+    if (answers.length) continue; // a dropped holder or waiter may have freed a grant
+
+    if (s.held.length || s.queue.length) idleSince = Date.now();
+    else if (Date.now() - idleSince >= IDLE_MS) return;
+    const info = workflowInfo();
+    if (info.continueAsNewSuggested || info.historyLength > MAX_EVENTS) {
+      await continueAsNew<typeof fleetLimit>({ state: s, requests: inbox });
+    }
+    const wakeAt = nextLeaseEnd(s) ?? (s.queue.length ? undefined : idleSince + IDLE_MS);
+    const seen = released;
+    const woke = () => inbox.length > 0 || released !== seen;
+    if (wakeAt === undefined) await condition(woke);
+    else await condition(woke, Math.max(1, wakeAt - Date.now()));
+  }
+}
+
+/** A signal to a closed run fails "not found": that run is gone and can hold nothing. */
+async function tell(req: LimitRequest, answer: 'granted' | 'refused'): Promise<boolean> {
+  try {
+    await getExternalWorkflowHandle(req.workflowId, req.runId).signal(limitAnswerSignal, { ticket: req.ticket, answer });
+    return true;
+  } catch (err) {
+    return !/not found/i.test(String((err as Error)?.message ?? err));
+  }
+}
+
+const IDLE_MS = 30_000;
+/** ~7 events a run (request, release, grant): a run of the limit serves ~250 runs, and a new worker replays at most that. */
+const MAX_EVENTS = 2000;
