@@ -61,8 +61,9 @@ export async function domainLock(holder: { workflowId: string; runId: string }):
 /**
  * Whether the holder run is still open: a signal to a closed run fails "not found". Any other
  * failure (a signal limit, the server) says nothing about the run, so the lock stays held.
+ * Without a run id: whether any run of the workflow id is open (the one a Reset made included).
  */
-export async function stillRuns(holder: { workflowId: string; runId: string }): Promise<boolean> {
+export async function stillRuns(holder: { workflowId: string; runId?: string }): Promise<boolean> {
   try {
     await getExternalWorkflowHandle(holder.workflowId, holder.runId).signal(holderProbe);
     return true;

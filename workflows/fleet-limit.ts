@@ -17,14 +17,17 @@ export const limitStateQuery = defineQuery<LimitState>('limitState');
  * limit holds at every moment and nothing leaks. Idle for IDLE_MS it ends; the next request starts
  * it again (workflows/limits.ts).
  */
-export async function fleetLimit(init: { state?: LimitState; requests?: LimitRequest[] } = {}): Promise<void> {
+export async function fleetLimit(init: { state?: LimitState; requests?: LimitRequest[]; tuning?: LimitTuning } = {}): Promise<void> {
   const s: LimitState = init.state ?? emptyLimit();
-  const inbox: LimitRequest[] = [...(init.requests ?? [])];
+  const { idleMs = IDLE_MS, maxEvents = MAX_EVENTS } = init.tuning ?? {};
+  let inbox: LimitRequest[] = [...(init.requests ?? [])];
   let released = 0;
   setHandler(limitRequestSignal, (r) => {
     inbox.push(r);
   });
   setHandler(limitReleaseSignal, ({ ticket }) => {
+    // A request and its withdrawal can arrive in one activation: the request is still unread.
+    inbox = inbox.filter((r) => r.ticket !== ticket);
     releaseTurn(s, ticket);
     released++;
   });
@@ -51,7 +54,9 @@ export async function fleetLimit(init: { state?: LimitState; requests?: LimitReq
     }
     for (const h of pastLease(s, Date.now())) {
       answers.push(
-        stillRuns(h).then((runs) => {
+        // By workflow id, not run: a run a Reset made past its grant replays that grant as its
+        // own without asking again (its ticket is the replaced run's), and still holds it.
+        stillRuns({ workflowId: h.workflowId }).then((runs) => {
           if (runs) renewLease(s, h.ticket, Date.now());
           else releaseTurn(s, h.ticket);
         }),
@@ -61,12 +66,12 @@ export async function fleetLimit(init: { state?: LimitState; requests?: LimitReq
     if (answers.length) continue; // a dropped holder or waiter may have freed a grant
 
     if (s.held.length || s.queue.length) idleSince = Date.now();
-    else if (Date.now() - idleSince >= IDLE_MS) return;
+    else if (Date.now() - idleSince >= idleMs) return;
     const info = workflowInfo();
-    if (info.continueAsNewSuggested || info.historyLength > MAX_EVENTS) {
-      await continueAsNew<typeof fleetLimit>({ state: s, requests: inbox });
+    if (info.continueAsNewSuggested || info.historyLength > maxEvents) {
+      await continueAsNew<typeof fleetLimit>({ state: s, requests: inbox, tuning: init.tuning });
     }
-    const wakeAt = nextLeaseEnd(s) ?? (s.queue.length ? undefined : idleSince + IDLE_MS);
+    const wakeAt = nextLeaseEnd(s) ?? (s.queue.length ? undefined : idleSince + idleMs);
     const seen = released;
     const woke = () => inbox.length > 0 || released !== seen;
     if (wakeAt === undefined) await condition(woke);
@@ -82,6 +87,12 @@ async function tell(req: LimitRequest, answer: 'granted' | 'refused'): Promise<b
   } catch (err) {
     return !/not found/i.test(String((err as Error)?.message ?? err));
   }
+}
+
+/** Smaller values let a test see the idle end and continue-as-new; runs never pass them. */
+export interface LimitTuning {
+  idleMs?: number;
+  maxEvents?: number;
 }
 
 const IDLE_MS = 30_000;

@@ -41,9 +41,9 @@ export async function takeTurns(wanted: TurnWanted[], opts: { maxWaitMs: number;
 }
 
 async function takeTurn(w: TurnWanted, opts: { maxWaitMs: number; leaseMs: number }, answers: Map<string, 'granted' | 'refused'>): Promise<HeldTurn> {
-  const { workflowId, runId } = workflowInfo();
+  const { workflowId, runId, firstExecutionRunId } = workflowInfo();
   const id = limitWorkflowId(w.kind, w.scope);
-  const req: LimitRequest = { workflowId, runId, ticket: limitTicket(runId, w.kind), leaseMs: opts.leaseMs, n: w.n };
+  const req: LimitRequest = { workflowId, runId, ticket: limitTicket(firstExecutionRunId, w.kind), leaseMs: opts.leaseMs, n: w.n };
   const release = () =>
     CancellationScope.nonCancellable(async () => {
       // A limit that is not running holds nothing of ours.

@@ -63,7 +63,7 @@ export const FailureType = {
   DomainNotPlaced: 'DomainNotPlaced',
   /** Fleet runs: the host running the run stopped beating (worker or host gone). Retryable. */
   HostLost: 'HostLost',
-  /** Every slot of a fleet limit (freeze windows per host, snapshots per cluster) stayed taken too long. Retryable. */
+  /** No turn of a fleet limit (freeze windows per host, snapshots per cluster) came in time, or its queue is full. Retryable. */
   FleetBusy: 'FleetBusy',
   /** restore: no image set of this VM for the requested run. */
   RestorePointNotFound: 'RestorePointNotFound',

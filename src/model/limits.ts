@@ -41,8 +41,12 @@ export function limitWorkflowId(kind: LimitKind, scope: string): string {
   return `vmsnap-limit-${kind}-${scope}`;
 }
 
-export function limitTicket(runId: string, kind: LimitKind): string {
-  return `${runId}/${kind}`;
+/**
+ * Named by the run's first run id, which a Reset copies (its start event is copied): a reset run
+ * replays the replaced run's answers as its own, and a grant it replays is released by its ticket.
+ */
+export function limitTicket(firstRunId: string, kind: LimitKind): string {
+  return `${firstRunId}/${kind}`;
 }
 
 /**

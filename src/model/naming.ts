@@ -65,7 +65,7 @@ export function lockWorkflowId(domainUuid: string): string {
   return `vmsnap-lock-${domainUuid.toLowerCase()}`;
 }
 
-/** One of `n` slots of a fleet limit (`window` per host, `snap` per cluster): a lock workflow each. */
+/** One of `n` polled slots of a fleet limit: runs begun before `vmsnap-fifo-limits` only (src/model/limits.ts replaced them). */
 export function slotWorkflowId(kind: 'window' | 'snap', scope: string, k: number): string {
   return `vmsnap-slot-${kind}-${scope}-${k}`;
 }

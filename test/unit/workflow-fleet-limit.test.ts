@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
+import { FLEET_TASK_QUEUE } from '../../src/model/fleet';
 import { limitWorkflowId } from '../../src/model/limits';
 import type { LimitRequest } from '../../src/model/limits';
 import { FakeHost } from '../../support/fast/fake-host';
@@ -62,6 +63,65 @@ describe('fleet limits', () => {
     for (const h of hs) await client.workflow.getHandle(h.workflowId).terminate('test over').catch(() => undefined);
     await until('all let go', async () => (await state(client, id)).held.length === 0 && (await state(client, id)).queue.length === 0, 20_000);
     await client.workflow.getHandle(id).terminate('test over');
+  }, 60_000);
+
+  it("keeps a grant past its lease while a later run of the holder's workflow id runs (what a Reset makes)", async () => {
+    const client = laneOf().client;
+    const id = limitWorkflowId('window', 'reset-host');
+    const old = await holder(client, 1, 'reset');
+    const r = await askTurn(client, 'window', 'reset-host', old, 1, 1000);
+    await until('granted', async () => (await state(client, id)).held.some((h) => h.ticket === r.ticket));
+    // A Reset ends the run that asked and starts one of the same id, which replays the grant as
+    // its own and does not ask again: the grant still names the old run.
+    await client.workflow.getHandle(old.workflowId).terminate('reset');
+    const next = await holder(client, 1, 'reset');
+    expect(next.runId).not.toBe(old.runId);
+    await sleep(3500);
+    expect((await state(client, id)).held.map((h) => h.ticket)).toEqual([r.ticket]);
+    await client.workflow.getHandle(next.workflowId).terminate('test over');
+    await until('let go once no run of the id runs', async () => (await state(client, id)).held.length === 0);
+    await client.workflow.getHandle(id).terminate('test over');
+  }, 60_000);
+
+  it('continues as new carrying its queue and grants, and ends once idle', async () => {
+    const client = laneOf().client;
+    const id = limitWorkflowId('window', 'can-host');
+    const tuning = { idleMs: 2000, maxEvents: 40 };
+    const first = await client.workflow.start('fleetLimit', { workflowId: id, taskQueue: FLEET_TASK_QUEUE, args: [{ tuning }] });
+    const keeper = await holder(client, 0, 'can');
+    const kept = await askTurn(client, 'window', 'can-host', keeper, 1);
+    await until('kept granted', async () => (await state(client, id)).held.some((h) => h.ticket === kept.ticket));
+    // Waiters come and go (asked, then released unserved) until the history passes 40 events.
+    const hs = [];
+    for (let i = 1; i <= 12; i++) {
+      const h = await holder(client, i, 'can');
+      hs.push(h);
+      const r = await askTurn(client, 'window', 'can-host', h, 1);
+      await client.workflow.getHandle(id).signal('limitRelease', { ticket: r.ticket });
+    }
+    const waiter = hs[hs.length - 1]!;
+    const waiting = await askTurn(client, 'window', 'can-host', waiter, 1);
+    const d = await until('continued as new', async () => {
+      const x = await client.workflow.getHandle(id).describe();
+      return x.runId !== first.firstExecutionRunId ? x : undefined;
+    });
+    expect(d.status.name).toBe('RUNNING');
+    let s = await until('waiter queued after the continue', async () => ((await state(client, id)).queue.length === 1 ? state(client, id) : undefined));
+    expect(s.held.map((h) => h.ticket)).toEqual([kept.ticket]);
+    expect(s.queue.map((h) => h.ticket)).toEqual([waiting.ticket]);
+    await client.workflow.getHandle(id).signal('limitRelease', { ticket: kept.ticket });
+    s = await until('waiter granted', async () => ((await state(client, id)).held[0]?.ticket === waiting.ticket ? state(client, id) : undefined));
+    expect(s.queue).toEqual([]);
+    await client.workflow.getHandle(id).signal('limitRelease', { ticket: waiting.ticket });
+    // Idle: nothing held, nothing queued, then the idle time and it ends by itself.
+    const idleFrom = Date.now();
+    const ended = await until('ended idle', async () => {
+      const x = await client.workflow.getHandle(id).describe();
+      return x.status.name === 'COMPLETED' ? x : undefined;
+    });
+    expect(ended.status.name).toBe('COMPLETED');
+    expect(Date.now() - idleFrom).toBeGreaterThanOrEqual(1500);
+    for (const h of [keeper, ...hs]) await client.workflow.getHandle(h.workflowId).terminate('test over').catch(() => undefined);
   }, 60_000);
 
   it('a storm of snapshot runs on one host: every run quiesced, no FleetBusy, never more than the per-host windows frozen at once, and the limits end empty', async () => {
