@@ -1,9 +1,9 @@
 /**
  * A two-host load run (issue 17): runs started by VM name on the fleet queue, spread over both lab
  * hypervisor hosts, with the fleet limits on (maxWindowsPerHost, maxSnapshotsPerCluster held as
- * Temporal slot workflows). Baseline measured in the same run: the same VMs snapshotted one at a
+ * FIFO queue workflows, workflows/fleet-limit.ts). Baseline measured in the same run: the same VMs snapshotted one at a
  * time (idle). Prints the freeze window p50/p95 idle vs under load, their ratio, how long runs
- * waited for a slot, and runs per minute of the load phase.
+ * waited for their turn, and runs per minute of the load phase.
  *
  *   npx tsx bench/fleet-load.ts [--rounds 4] [--windows-per-host 1] [--idle 2]
  *
@@ -86,7 +86,7 @@ async function main(): Promise<void> {
     const p = (xs: number[], q: number) => Math.round(quantile(xs, q));
     console.log(`fleet-load: ${loaded.length} runs over ${[...byHost].map(([h, n]) => `${h}:${n}`).join(' ')}, ${guests.length} at a time, maxWindowsPerHost=${windowsPerHost}`);
     console.log(`  freeze window idle p50 ${p(idle, 0.5)} ms p95 ${p(idle, 0.95)} ms | under load p50 ${p(windows, 0.5)} ms p95 ${p(windows, 0.95)} ms`);
-    console.log(`  slot wait p50 ${p(waited, 0.5)} ms max ${Math.max(...waited)} ms; ${(loaded.length / minutes).toFixed(1)} runs/min`);
+    console.log(`  turn wait p50 ${p(waited, 0.5)} ms max ${Math.max(...waited)} ms; ${(loaded.length / minutes).toFixed(1)} runs/min`);
     console.log(`fleet-load windows load/idle p50 = ${(quantile(windows, 0.5) / quantile(idle, 0.5)).toFixed(2)}`);
   } finally {
     for (const r of results) {

@@ -8,6 +8,15 @@
  * registry workflow, every host asked), each on a fresh dev server.
  *
  *   npx tsx bench/fleet-scale.ts [--hosts 10,50,100] [--vms 20] [--runs 5] [--beat-ms 10000] [--base <commit>]
+ *                                [--storm 10 --storm-vms 10 --storm-move 5]
+ *
+ * `--storm H`: a storm instead — every VM of H hosts (each host a full worker) snapshotted at
+ * once by name, with 2 freeze windows per host and 8 snapshots per cluster, every --storm-move'th
+ * VM live-migrating to the next host as its first freeze is asked for (the child fails
+ * DomainMoved, the router follows it once the beats say where it went); prints failures by
+ * type, the most frozen at once per host and on the cluster against those limits, runs/min, and
+ * history events per run in the router, its child, and the limits' own workflows (the index's
+ * FIFO queues against the base's polled slots).
  *
  * Machine-independent figures per run (what a Temporal Cloud bill counts): history events of the
  * router and of its child, activities the router schedules, actions (starts, activities, timers,
@@ -20,6 +29,8 @@ import { existsSync, symlinkSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { FailureType, FREEZE_NOT_SENT } from '../src/model/failures';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Runtime, DefaultLogger, Worker, bundleWorkflowCode } from '@temporalio/worker';
 import type { temporal } from '@temporalio/proto';
@@ -47,6 +58,10 @@ const VMS = Number(opt('vms', '20'));
 const RUNS = Number(opt('runs', '5'));
 const BEAT_MS = Number(opt('beat-ms', '10000'));
 const BASE = opt('base', '9faaac5');
+const STORM = Number(opt('storm', '0'));
+const STORM_VMS = Number(opt('storm-vms', '10'));
+const STORM_MOVE = Number(opt('storm-move', '5'));
+const STORM_LIMITS = { windowsPerHost: 2, snapshotsPerCluster: 8 };
 const quiet: Logger = { info: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined };
 
 type Mode = 'index' | 'base';
@@ -97,9 +112,10 @@ function fakeLibvirt(h: number): LibvirtClient {
 }
 
 /** The base release's beat: the whole list into the one registry workflow. */
-function baseBeat(client: Client, h: number): { stop(): void } {
-  const domains = Array.from({ length: VMS }, (_, v) => ({ name: vmName(h, v), uuid: uuidOf(h, v) }));
+function baseBeat(client: Client, h: number, domainsNow?: () => HostBeat['domains']): { stop(): void } {
+  const fixed = Array.from({ length: VMS }, (_, v) => ({ name: vmName(h, v), uuid: uuidOf(h, v) }));
   const send = () => {
+    const domains = domainsNow ? domainsNow() : fixed;
     const beat: HostBeat = { host: `sim-${h}`, taskQueue: `sim-${h}`, identity: workerIdentity(`sim-${h}`, 1), sentAt: Date.now(), intervalMs: BEAT_MS, domains };
     client.workflow.signalWithStart('fleetRegistry', { workflowId: FLEET_REGISTRY_ID, taskQueue: FLEET_TASK_QUEUE, args: [{}], signal: 'hostBeat', signalArgs: [beat] }).catch(noop);
   };
@@ -206,8 +222,208 @@ async function measure(mode: Mode, n: number, code: string): Promise<Row> {
   }
 }
 
+/** Where each storm VM runs now (by name): presence answers and beats follow it. */
+function stormPlacement(n: number) {
+  const where = new Map<string, number>();
+  for (let h = 0; h < n; h++) for (let v = 0; v < STORM_VMS; v++) where.set(vmName(h, v), h);
+  const uuid = (name: string) => {
+    const [h, v] = name.split('-').filter((x) => /^\d+$/.test(x)).map(Number) as [number, number];
+    return uuidOf(h, v);
+  };
+  const here = (h: number) => [...where].filter(([, at]) => at === h).map(([name]) => name);
+  return {
+    where,
+    presence: (h: number): Pick<Activities, 'domainPresence'> =>
+      ({
+        domainPresence: async (req: { domain: string; taskQueue: string }): Promise<Presence> => {
+          const name = here(h).find((d) => d === req.domain || uuid(d) === req.domain);
+          return name ? { host: `sim-${h}`, taskQueue: req.taskQueue, found: true, uuid: uuid(name), name, state: 'running' } : { host: `sim-${h}`, taskQueue: req.taskQueue, found: false };
+        },
+      }) as Pick<Activities, 'domainPresence'>,
+    libvirt: (h: number): LibvirtClient => ({ listDomains: async () => here(h).map((name, i) => ({ name, uuid: uuid(name), id: i + 1 })) }) as unknown as LibvirtClient,
+    beatDomains: (h: number) => here(h).map((name) => ({ name, uuid: uuid(name) })),
+  };
+}
+
+interface StormRow {
+  mode: Mode;
+  hosts: number;
+  runs: number;
+  failures: Record<string, number>;
+  mostFrozenOnAHost: number;
+  mostFrozenOnCluster: number;
+  moved: number;
+  relocations: number;
+  runsPerMin: number;
+  routerEventsPerRun: number;
+  childEventsPerRun: number;
+  limitEventsPerRun: number;
+  limitWorkflows: number;
+}
+
+/** Every VM of `n` hosts at once, each host a full worker; the limits bind on host and cluster. */
+async function storm(mode: Mode, n: number, code: string): Promise<StormRow> {
+  const env = await TestWorkflowEnvironment.createLocal({
+    server: { executable: { type: 'existing-path', path: temporalBinary() }, searchAttributes: Object.values(SA) },
+  });
+  const client = env.client;
+  const common = { connection: env.nativeConnection, namespace: env.namespace ?? 'default', shutdownGraceTime: '1s' as const };
+  const frozen = new Map<number, number>();
+  let onCluster = 0;
+  let mostHost = 0;
+  let mostCluster = 0;
+  const fakes = new Map<string, FakeHost>();
+  const place = stormPlacement(n);
+  let moved = 0;
+  const runId = (h: number, v: number) => `storm-${mode}-${n}-${h}-${v}`;
+  for (let h0 = 0; h0 < n; h0++) {
+    for (let v = 0; v < STORM_VMS; v++) {
+      const name = vmName(h0, v);
+      const at = () => place.where.get(name)!;
+      const moves = STORM_MOVE > 0 && (h0 * STORM_VMS + v) % STORM_MOVE === 0;
+      let movedYet = false;
+      let frozenAt: number | undefined;
+      const f = new FakeHost(name)
+        .script('inspectDomain', async (_req, real) => ({ ...(await real()), host: `sim-${at()}`, limits: STORM_LIMITS }))
+        .script('freezeGuest', async (_req, real) => {
+          if (moves && !movedYet) {
+            // Migrated as the freeze is asked for: nothing frozen here, the guest is elsewhere.
+            movedYet = true;
+            moved++;
+            place.where.set(name, (at() + 1) % n);
+            // As the real freeze activity says it (activities/freeze.ts): gone, the freeze not sent.
+            throw ApplicationFailure.create({ message: `${name} is not on this host`, type: FailureType.DomainNotFound, nonRetryable: true, details: [FREEZE_NOT_SENT] });
+          }
+          const out = await real();
+          const h = (frozenAt = at());
+          frozen.set(h, (frozen.get(h) ?? 0) + 1);
+          mostHost = Math.max(mostHost, frozen.get(h)!);
+          mostCluster = Math.max(mostCluster, ++onCluster);
+          return out;
+        })
+        .script('snapshotDisks', async (_req, real) => {
+          await new Promise((r) => setTimeout(r, 150));
+          return real();
+        })
+        .script('thawGuest', async (_req, real) => {
+          if (frozenAt !== undefined) {
+            frozen.set(frozenAt, frozen.get(frozenAt)! - 1);
+            onCluster--;
+            frozenAt = undefined;
+          }
+          return real();
+        });
+      f.disks = ['vda'];
+      fakes.set(runId(h0, v), f);
+    }
+  }
+  const hostOf = (workflowId: string) => fakes.get(workflowId.split('.on.')[0]!)!;
+  const deps = {
+    fleet: {
+      hosts: () => (mode === 'index' ? listHosts(client) : client.workflow.getHandle(FLEET_REGISTRY_ID).query<FleetHost[]>('fleet')),
+      host: (h: string) => readHost(client, h),
+      candidates: (d: string) => candidatesOf(client, d),
+      terminate: async () => undefined,
+    },
+  } as unknown as ActivityDeps;
+  const fleetActs = { fleetHosts: fleetHosts(deps), fleetHost: fleetHost(deps), placementCandidates: placementCandidates(deps) } as unknown as Activities;
+  const workers: Worker[] = [await Worker.create({ ...common, taskQueue: FLEET_TASK_QUEUE, workflowBundle: { code }, activities: fleetActs })];
+  for (let h = 0; h < n; h++) {
+    workers.push(await Worker.create({ ...common, taskQueue: `sim-${h}`, workflowBundle: { code }, activities: { ...scriptedActivities(hostOf), ...place.presence(h) } }));
+    workers.push(await Worker.create({ ...common, taskQueue: bulkTaskQueue(`sim-${h}`), activities: scriptedActivities(hostOf) }));
+  }
+  const running = Promise.all(workers.map((w) => w.run()));
+  const beats =
+    mode === 'index'
+      ? Array.from({ length: n }, (_, h) => new FleetBeat(client, { host: `sim-${h}`, taskQueue: `sim-${h}`, identity: workerIdentity(`sim-${h}`, 1) }, async () => place.libvirt(h), BEAT_MS, quiet))
+      : [];
+  const baseBeats = mode === 'base' ? Array.from({ length: n }, (_, h) => baseBeat(client, h, () => place.beatDomains(h))) : [];
+  try {
+    for (const b of beats) b.start();
+    const known = async () => (mode === 'index' ? (await client.workflow.count(ALL_ENTRIES)).count : (await client.workflow.getHandle(FLEET_REGISTRY_ID).query<FleetHost[]>('fleet').catch(() => [])).length);
+    for (const end = Date.now() + BEAT_MS + 60_000; (await known()) < n; ) {
+      if (Date.now() > end) throw new Error(`only ${await known()} of ${n} hosts announced`);
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    const ids = [...fakes.keys()];
+    const t0 = Date.now();
+    const failures: Record<string, number> = {};
+    await Promise.all(
+      ids.map(async (id) => {
+        const [h, v] = id.split('-').slice(-2).map(Number) as [number, number];
+        try {
+          await client.workflow.execute('consistentSnapshot', { taskQueue: FLEET_TASK_QUEUE, workflowId: id, args: [{ domain: vmName(h, v), quiesce: 'require', target: { clone: false } }], workflowExecutionTimeout: '15m' });
+        } catch (err) {
+          const type = String((err as { cause?: { type?: string } }).cause?.type ?? (err as Error).name);
+          failures[type] = (failures[type] ?? 0) + 1;
+        }
+      }),
+    );
+    const minutes = (Date.now() - t0) / 60_000;
+    // Visibility's history length is the closed runs'; a running one (an idle limit) is described.
+    const events = async (query: string, keep: (id: string) => boolean = () => true) => {
+      let sum = 0;
+      let count = 0;
+      for await (const w of client.workflow.list({ query })) {
+        if (!keep(w.workflowId)) continue;
+        sum += w.status.name === 'RUNNING' ? (await client.workflow.getHandle(w.workflowId, w.runId).describe()).historyLength : w.historyLength;
+        count++;
+      }
+      return { sum, count };
+    };
+    const router = await events(`WorkflowId STARTS_WITH "storm-"`, (id) => !id.includes('.on.'));
+    let relocations = 0;
+    for (const id of ids) relocations += ((await client.workflow.getHandle(id).fetchHistory()).events ?? []).filter((e) => e.startChildWorkflowExecutionInitiatedEventAttributes?.workflowType?.name === 'consistentSnapshot').length - 1;
+    const child = await events(`WorkflowId STARTS_WITH "storm-"`, (id) => id.includes('.on.'));
+    const limit = await events(`WorkflowId STARTS_WITH "${mode === 'index' ? 'vmsnap-limit-' : 'vmsnap-slot-'}"`);
+    // Snapshot-only runs keep their snapshot; a freeze left behind is the failure.
+    const stray = [...fakes.values()].flatMap((f) => f.leftovers().filter((l) => l.startsWith('guest'))).length;
+    if (stray) failures['guests left frozen'] = stray;
+    return {
+      mode,
+      hosts: n,
+      runs: ids.length,
+      failures,
+      mostFrozenOnAHost: mostHost,
+      mostFrozenOnCluster: mostCluster,
+      moved,
+      relocations,
+      runsPerMin: ids.length / minutes,
+      routerEventsPerRun: router.sum / ids.length,
+      childEventsPerRun: child.sum / ids.length,
+      limitEventsPerRun: limit.sum / ids.length,
+      limitWorkflows: limit.count,
+    };
+  } finally {
+    for (const b of beats) await b.leave(true).catch(noop);
+    for (const b of baseBeats) b.stop();
+    for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
+    await running.catch(noop);
+    await env.teardown();
+  }
+}
+
+async function stormMain(): Promise<void> {
+  const rows: StormRow[] = [];
+  for (const mode of ['base', 'index'] as const) {
+    const row = await storm(mode, STORM, await bundleOf(mode));
+    rows.push(row);
+    console.log(JSON.stringify(row));
+  }
+  console.log(`\nfleet storm: ${STORM} hosts × ${STORM_VMS} VMs started at once by name, every ${STORM_MOVE}th migrating at its freeze, beats every ${BEAT_MS} ms; limits ${STORM_LIMITS.windowsPerHost} windows/host, ${STORM_LIMITS.snapshotsPerCluster} snapshots/cluster\n`);
+  console.log('| code | runs | failures | migrated / relocations | most frozen on a host / limit | on the cluster / limit | runs/min | router events/run | child events/run | limit workflows | limit events/run |');
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|');
+  for (const r of rows) {
+    const f = Object.entries(r.failures).map(([k, v]) => `${k} ${v}`).join(', ') || '0';
+    console.log(`| ${r.mode} | ${r.runs} | ${f} | ${r.moved} / ${r.relocations} | ${r.mostFrozenOnAHost} / ${STORM_LIMITS.windowsPerHost} | ${r.mostFrozenOnCluster} / ${STORM_LIMITS.snapshotsPerCluster} | ${r.runsPerMin.toFixed(1)} | ${r.routerEventsPerRun.toFixed(1)} | ${r.childEventsPerRun.toFixed(1)} | ${r.limitWorkflows} | ${r.limitEventsPerRun.toFixed(1)} |`);
+  }
+  const [b, i] = rows as [StormRow, StormRow];
+  console.log(`index/base: limit events/run ${(i.limitEventsPerRun / b.limitEventsPerRun).toFixed(2)}, child events/run ${(i.childEventsPerRun / b.childEventsPerRun).toFixed(2)}, runs/min ${(i.runsPerMin / b.runsPerMin).toFixed(2)}`);
+}
+
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
+  if (STORM) return stormMain();
   const rows: Row[] = [];
   const code = { index: await bundleOf('index'), base: await bundleOf('base') };
   for (const n of HOSTS) {
