@@ -129,6 +129,29 @@ function baseBeat(client: Client, h: number, domainsNow?: () => HostBeat['domain
 
 const judge = (h: FleetHost, now: number) => ({ ...h, alive: isAlive(h, now), ask: isAlive(h, now) || (h.drainingSince === undefined && isWorthAsking(h, now)), lost: isLost(h, now) });
 
+/** The fleet queue's activities over the fleet's own read path: the index, or base's one registry. */
+function fleetSide(client: Client, mode: Mode): { deps: ActivityDeps; fleetActs: Activities } {
+  const deps = {
+    fleet: {
+      hosts: () => (mode === 'index' ? listHosts(client) : client.workflow.getHandle(FLEET_REGISTRY_ID).query<FleetHost[]>('fleet')),
+      host: (h: string) => readHost(client, h),
+      candidates: (d: string) => candidatesOf(client, d),
+      terminate: async () => undefined,
+    },
+  } as unknown as ActivityDeps;
+  const fleetActs = { fleetHosts: fleetHosts(deps), fleetHost: fleetHost(deps), placementCandidates: placementCandidates(deps) } as unknown as Activities;
+  return { deps, fleetActs };
+}
+
+/** Waits until every simulated host has announced itself (one beat interval, plus start-up). */
+async function allAnnounced(client: Client, mode: Mode, n: number): Promise<void> {
+  const known = async () => (mode === 'index' ? (await client.workflow.count(ALL_ENTRIES)).count : (await client.workflow.getHandle(FLEET_REGISTRY_ID).query<FleetHost[]>('fleet').catch(() => [])).length);
+  for (const end = Date.now() + BEAT_MS + 60_000; (await known()) < n; ) {
+    if (Date.now() > end) throw new Error(`only ${await known()} of ${n} hosts announced`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
 async function measure(mode: Mode, n: number, code: string): Promise<Row> {
   const env = await TestWorkflowEnvironment.createLocal({
     server: { executable: { type: 'existing-path', path: temporalBinary() }, searchAttributes: Object.values(SA) },
@@ -141,15 +164,7 @@ async function measure(mode: Mode, n: number, code: string): Promise<Row> {
     if (!f) fakes.set(workflowId.split('.on.')[0]!, (f = new FakeHost(vmName(0, 0))));
     return f;
   };
-  const deps = {
-    fleet: {
-      hosts: () => (mode === 'index' ? listHosts(client) : client.workflow.getHandle(FLEET_REGISTRY_ID).query<FleetHost[]>('fleet')),
-      host: (h: string) => readHost(client, h),
-      candidates: (d: string) => candidatesOf(client, d),
-      terminate: async () => undefined,
-    },
-  } as unknown as ActivityDeps;
-  const fleetActs = { fleetHosts: fleetHosts(deps), fleetHost: fleetHost(deps), placementCandidates: placementCandidates(deps) } as unknown as Activities;
+  const { deps, fleetActs } = fleetSide(client, mode);
   const workers: Worker[] = [
     await Worker.create({ ...common, taskQueue: FLEET_TASK_QUEUE, workflowBundle: { code }, activities: fleetActs }),
     await Worker.create({ ...common, taskQueue: 'sim-0', workflowBundle: { code }, activities: { ...scriptedActivities(hostOf), ...presence(0) } }),
@@ -165,11 +180,7 @@ async function measure(mode: Mode, n: number, code: string): Promise<Row> {
   try {
     // Staggered as real hosts are: each starts at a random moment of one interval.
     for (const b of beats) setTimeout(() => b.start(), Math.random() * BEAT_MS);
-    const known = async () => (mode === 'index' ? (await client.workflow.count(ALL_ENTRIES)).count : (await client.workflow.getHandle(FLEET_REGISTRY_ID).query<FleetHost[]>('fleet').catch(() => [])).length);
-    for (const end = Date.now() + BEAT_MS + 60_000; (await known()) < n; ) {
-      if (Date.now() > end) throw new Error(`only ${await known()} of ${n} hosts announced`);
-      await new Promise((r) => setTimeout(r, 500));
-    }
+    await allAnnounced(client, mode, n);
     // The hot spot: events/s into the busiest fleet workflow over two intervals.
     const hotId = mode === 'index' ? hostEntryId('sim-0') : FLEET_REGISTRY_ID;
     const len = async () => (await client.workflow.getHandle(hotId).describe()).historyLength;
@@ -318,15 +329,7 @@ async function storm(mode: Mode, n: number, code: string): Promise<StormRow> {
     }
   }
   const hostOf = (workflowId: string) => fakes.get(workflowId.split('.on.')[0]!)!;
-  const deps = {
-    fleet: {
-      hosts: () => (mode === 'index' ? listHosts(client) : client.workflow.getHandle(FLEET_REGISTRY_ID).query<FleetHost[]>('fleet')),
-      host: (h: string) => readHost(client, h),
-      candidates: (d: string) => candidatesOf(client, d),
-      terminate: async () => undefined,
-    },
-  } as unknown as ActivityDeps;
-  const fleetActs = { fleetHosts: fleetHosts(deps), fleetHost: fleetHost(deps), placementCandidates: placementCandidates(deps) } as unknown as Activities;
+  const { fleetActs } = fleetSide(client, mode);
   const workers: Worker[] = [await Worker.create({ ...common, taskQueue: FLEET_TASK_QUEUE, workflowBundle: { code }, activities: fleetActs })];
   for (let h = 0; h < n; h++) {
     workers.push(await Worker.create({ ...common, taskQueue: `sim-${h}`, workflowBundle: { code }, activities: { ...scriptedActivities(hostOf), ...place.presence(h) } }));
@@ -340,11 +343,7 @@ async function storm(mode: Mode, n: number, code: string): Promise<StormRow> {
   const baseBeats = mode === 'base' ? Array.from({ length: n }, (_, h) => baseBeat(client, h, () => place.beatDomains(h))) : [];
   try {
     for (const b of beats) b.start();
-    const known = async () => (mode === 'index' ? (await client.workflow.count(ALL_ENTRIES)).count : (await client.workflow.getHandle(FLEET_REGISTRY_ID).query<FleetHost[]>('fleet').catch(() => [])).length);
-    for (const end = Date.now() + BEAT_MS + 60_000; (await known()) < n; ) {
-      if (Date.now() > end) throw new Error(`only ${await known()} of ${n} hosts announced`);
-      await new Promise((r) => setTimeout(r, 500));
-    }
+    await allAnnounced(client, mode, n);
     const ids = [...fakes.keys()];
     const t0 = Date.now();
     const failures: Record<string, number> = {};
