@@ -52,9 +52,9 @@ describe('deploy/vmsnap-worker.service', () => {
     expect(values(unit, 'RestrictAddressFamilies')).toEqual(['AF_UNIX', 'AF_INET', 'AF_INET6']);
   });
 
-  it('is the unit the README shows', () => {
-    const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
-    const shown = /```ini\n(\[Unit\][\s\S]*?)```/.exec(readme)?.[1];
+  it('is the unit docs/install.md shows', () => {
+    const doc = readFileSync(path.join(ROOT, 'docs/install.md'), 'utf8');
+    const shown = /```ini\n(\[Unit\][\s\S]*?)```/.exec(doc)?.[1];
     expect(shown).toBeTruthy();
     expect(shown!.trim()).toBe(unit.trim());
   });
