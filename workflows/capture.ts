@@ -1,5 +1,5 @@
 import { ApplicationFailure, TemporalFailure } from '@temporalio/common';
-import { ParentClosePolicy, WorkflowIdReusePolicy, condition, executeChild, isCancellation, log, patched, startChild, uuid4, workflowInfo } from '@temporalio/workflow';
+import { ParentClosePolicy, WorkflowIdReusePolicy, condition, deprecatePatch, executeChild, isCancellation, log, patched, startChild, uuid4, workflowInfo } from '@temporalio/workflow';
 import { FailureType, saysFreezeNotSent } from '../src/model/failures';
 import type { SnapshotInput } from '../src/model/input';
 import { judgeFreeze } from '../src/model/quiesce-truth';
@@ -64,8 +64,10 @@ export async function captureDisks(plan: SnapshotPlan, input: SnapshotInput, sag
       freezeAnswered = true;
       if (freeze.freezeId) dom.freezeId = freeze.freezeId;
     } catch (err) {
-      if (failureType(err) === FailureType.GuestFrozenByOther && patched('thaw-only-own-freezes')) {
+      if (failureType(err) === FailureType.GuestFrozenByOther) {
         // Somebody else's freeze: nothing of ours to thaw, and theirs must stay.
+        // (Deprecated patch, docs/versioning.md: no kept history predates it.)
+        deprecatePatch('thaw-only-own-freezes');
         thawed = true;
         throw err;
       }

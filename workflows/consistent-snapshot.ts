@@ -1,5 +1,5 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { patched, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { deprecatePatch, patched, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { FailureType } from '../src/model/failures';
 import { parseSnapshotInput } from '../src/model/input';
 import type { SnapshotInput, SnapshotRequest } from '../src/model/input';
@@ -128,9 +128,10 @@ async function snapshotAndCopy(
     let capture: Capture;
     try {
       // Right before the window, in the workflow task that runs it: a Reset to the last task
-      // before the window must find this step ahead of it, not already done. Histories recorded
-      // before this step replay without it.
-      if (plan.freeze && patched('vmsnap-end-predecessor-freeze')) {
+      // before the window must find this step ahead of it, not already done. (Deprecated patch,
+      // docs/versioning.md: no kept history predates this step.)
+      if (plan.freeze) {
+        deprecatePatch('vmsnap-end-predecessor-freeze');
         const { runId, workflowId: ownId } = workflowInfo();
         await prepareLocal().endPredecessorFreeze.executeWithOptions({ summary: 'end an earlier run’s freeze' }, [
           { workflowId: ownId, runId, domainUuid: plan.domain.uuid, domainName: plan.domain.name, agentTimeoutSec: input.agentTimeoutSec },
@@ -150,8 +151,11 @@ async function snapshotAndCopy(
     const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
     if (failed) throw failed.reason;
     const copies = settled.map((s) => (s as PromiseFulfilledResult<CopiedDisk | undefined>).value);
-    // Histories recorded before restore points existed replay without this step.
-    if (imageDisks.length && patched('vmsnap-restore-point')) await recordRestorePoint(workflowId, plan, capture.quiesced, imageDisks);
+    // Deprecated patch (docs/versioning.md): no kept history predates restore points.
+    if (imageDisks.length) {
+      deprecatePatch('vmsnap-restore-point');
+      await recordRestorePoint(workflowId, plan, capture.quiesced, imageDisks);
+    }
     return snapshotResult({ workflowId, plan, found, steps }, capture, copies);
   } catch (err) {
     progress.phase('compensate');
@@ -191,7 +195,10 @@ async function copyDisk(
     imageOps().cloneDisk.executeWithOptions({ summary: `clone ${d.target} → ${d.image!.pool}/${d.image!.image}` }, [req]),
   );
   // Finished by the run a Reset replaced (same freeze, same names): nothing left to copy.
-  if (cloned.complete && patched('vmsnap-skip-finished-disk')) return undefined;
+  if (cloned.complete) {
+    deprecatePatch('vmsnap-skip-finished-disk');
+    return undefined;
+  }
   progress.phase('flatten');
   await timed(steps, `flatten:${d.target}`, () =>
     flattening(input).flattenDisk.executeWithOptions({ summary: `flatten ${d.image!.image}` }, [req]),
@@ -236,11 +243,9 @@ function reused(
   steps: Record<string, number>,
   records: FoundRecord[] | undefined,
 ): SnapshotResult {
-  // What the images record; histories recorded before they recorded it replay the old answer.
-  const q = patched('vmsnap-reuse-records')
-    ? reusedQuiesce(records ?? [])
-    : { quiesced: false, quiesceReason: 'an earlier run of this workflow id already produced these images; see that run for its quiesce state', frozenFilesystems: 0 };
-  return reusedResult({ workflowId, plan, found, steps }, q);
+  // What the images record. (Deprecated patch, docs/versioning.md: no kept history predates it.)
+  deprecatePatch('vmsnap-reuse-records');
+  return reusedResult({ workflowId, plan, found, steps }, reusedQuiesce(records ?? []));
 }
 
 /** A freeze-window slot of this host (when the run freezes), then a snapshot slot of the cluster. */

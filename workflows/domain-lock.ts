@@ -4,6 +4,7 @@ import {
   ParentClosePolicy,
   condition,
   defineSignal,
+  deprecatePatch,
   getExternalWorkflowHandle,
   log,
   patched,
@@ -122,7 +123,8 @@ export async function acquireDomainLock(domain: { name: string; uuid: string }, 
       // Temporal 1.5.1's dev server): the lock still names this workflow id as its holder. Only
       // one run of an id runs at a time, so that holder is gone: take the lock back.
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-      if (isResetRun() && patched('vmsnap-lock-takeover')) {
+      if (isResetRun()) {
+        deprecatePatch('vmsnap-lock-takeover'); // docs/versioning.md: no kept history predates it
         handle = await takeOver(lockId, holder.workflowId, start, err);
       } else if (patched(HOLDER_CHECK)) {
         // Held by another workflow id: by a live run (busy), or by one a Reset replaced whose new
@@ -138,20 +140,17 @@ export async function acquireDomainLock(domain: { name: string; uuid: string }, 
         CancellationScope.nonCancellable(async () => {
           try {
             await child.signal(releaseLock);
-          } catch (err) {
+          } catch {
             // After a Reset the lock's parent is the replaced run, so a child-only signal from
             // this run fails: release it by its run id instead. Its completion is reported to
-            // that old parent, so there is no result to wait for here.
-            if (patched('vmsnap-lock-release-after-reset')) {
-              try {
-                await getExternalWorkflowHandle(lockId, child.firstExecutionRunId).signal(releaseLockFor, { workflowId: holder.workflowId });
-                return;
-              } catch (again) {
-                log.warn('domain lock was already released', { lock: lockId, error: String(again) });
-                return;
-              }
+            // that old parent, so there is no result to wait for here. (Deprecated patch,
+            // docs/versioning.md: no kept history predates it.)
+            deprecatePatch('vmsnap-lock-release-after-reset');
+            try {
+              await getExternalWorkflowHandle(lockId, child.firstExecutionRunId).signal(releaseLockFor, { workflowId: holder.workflowId });
+            } catch (again) {
+              log.warn('domain lock was already released', { lock: lockId, error: String(again) });
             }
-            log.warn('domain lock was already released', { lock: lockId, error: String(err) });
             return;
           }
           try {

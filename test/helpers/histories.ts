@@ -3,9 +3,11 @@ import path from 'node:path';
 import type { Client } from '@temporalio/client';
 
 /**
- * One directory per released workflow version (`<set>/<case>.json`). Old sets stay: a workflow
- * started under an older release may still be in flight when a new worker picks it up, so today's
- * code must replay every set, not only the newest.
+ * One directory per released workflow version (`<set>/<case>.json`). The sets of the support
+ * window stay (docs/versioning.md: the newest two). A workflow started under an older release
+ * may still be in flight when a new worker picks it up, so today's code must replay every kept
+ * set, not only the newest. A set that leaves the window is deleted in the change that retires
+ * the patches it held back.
  */
 export const HISTORY_DIR = path.resolve(__dirname, '../fixtures/histories');
 
