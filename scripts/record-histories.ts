@@ -2,8 +2,9 @@
  * Records a set of workflow histories for the replay test (test/fixtures/histories/<set>), from
  * real runs on the lab, when a workflow change is released:
  *   npx tsx scripts/record-histories.ts --set <name> [case...]
- * A set is never rewritten (a new release gets a new set; older sets keep proving that runs
- * started under them still replay). This is the only writer of those files; `npm test` never is.
+ * A set is never rewritten (a new release gets a new set; the sets inside the support window keep
+ * proving that runs started under them still replay, and a set leaves only as docs/versioning.md
+ * says). This is the only writer of those files; `npm test` never is.
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
