@@ -1,6 +1,5 @@
 import { cloneImage, imageExists, openImage, removeImage } from '../src/ceph';
 import type { Image } from '../src/ceph';
-import { M } from '../src/host/metrics';
 import { IDENTITY_META, identityMetadata } from '../src/model/identity';
 import type { RunScope } from '../src/model/identity';
 import { META } from '../src/model/types';
@@ -62,7 +61,7 @@ export async function createClone(deps: ActivityDeps, req: CloneRequest): Promis
   } finally {
     await img.close();
   }
-  deps.metrics.inc('vmsnap_clones_total');
+  deps.metrics.clones.inc();
 }
 
 async function writeOwnership(img: Image, req: CloneRequest, scope: RunScope): Promise<void> {
@@ -92,4 +91,3 @@ export async function ownedBy(img: Image, workflowId: string, source?: { image: 
   return !!(source && parent && parent.image === source.image && parent.snap === source.snap);
 }
 
-export { M };

@@ -1,6 +1,5 @@
 import { Context } from '@temporalio/activity';
 import { openImage, removeImage } from '../src/ceph';
-import { M } from '../src/host/metrics';
 import { nowMs } from '../src/host/clock';
 import { faultMarker } from '../src/host/fault-points';
 import { META } from '../src/model/types';
@@ -61,7 +60,8 @@ export function flattenDisk(deps: ActivityDeps) {
       await img.removeMetadata(META.flattenStarted);
       await img.setMetadata(META.state, 'flattened');
       const ms = nowMs() - started;
-      deps.metrics.observe(M.flattenMs, ms);
+      deps.metrics.flattenDuration.observe({ kind: 'snapshot' }, ms / 1000);
+      deps.metrics.flattenSize.observe({ kind: 'snapshot' }, size);
       return { ms, restarted, bytes: size };
     } finally {
       await img.close();

@@ -3,7 +3,6 @@ import { isFrozenState, readAgentResponseTimeout } from '../src/libvirt';
 import type { DomainRef, LibvirtClient } from '../src/libvirt';
 import { monoMs, nowMs } from '../src/host/clock';
 import { faultPoint } from '../src/host/fault-points';
-import { M } from '../src/host/metrics';
 import { restoreAgentTimeout } from '../src/host/agent-timeout-restore';
 import { thawAndConfirm } from '../src/host/thaw-confirm';
 import { FailureType, FREEZE_NOT_SENT } from '../src/model/failures';
@@ -26,6 +25,7 @@ export function freezeGuest(deps: ActivityDeps) {
     const { dom, previousAgentTimeout, freezeId } = await beforeTheCall(deps, lv, req);
     const startedAt = nowMs();
     const startedMono = monoMs();
+    deps.metrics.freezeCallStarted(freezeId, startedAt);
     try {
       const frozenFilesystems = await lv.fsFreeze(dom, undefined, { timeoutMs: req.agentTimeoutSec * 1000 + 2000 });
       const returnedAt = nowMs();
@@ -33,13 +33,13 @@ export function freezeGuest(deps: ActivityDeps) {
       await faultPoint('freeze:after');
       return { frozenFilesystems, startedAt, returnedAt, startedMono, returnedMono, ...(freezeId ? { freezeId } : {}) };
     } catch (err) {
-      deps.metrics.inc(M.failures, { step: 'freeze' });
+      deps.metrics.failures.inc({ step: 'freeze' });
       if (isFrozenState(err)) {
         // Somebody froze the guest between our status check and our call: theirs, not ours.
-        // Stand the guard down WITHOUT thawing, and put the agent timeout back.
+        // Stand the guard down WITHOUT thawing, and put the agent timeout back. No window of ours.
         await deps.guard.release(req.domainUuid);
         await deps.guard.clear(req.domainUuid);
-        deps.metrics.add(M.frozenGuests, -1);
+        deps.metrics.freezeWindowLeft(freezeId);
         const warning = await restoreAgentTimeout(lv, { domainUuid: req.domainUuid, previousAgentTimeout });
         if (warning) deps.log.warn(warning, { domain: req.domainName });
         throw frozenByOther(req.domainName, 'its agent refused our freeze: already frozen');
@@ -68,7 +68,6 @@ async function beforeTheCall(
 ): Promise<{ dom: DomainRef; previousAgentTimeout: number | undefined; freezeId: string | undefined }> {
   let timeoutSet: { previousAgentTimeout: number | undefined } | undefined;
   let armed = false;
-  let counted = false;
   try {
     const dom = await lv.lookupDomainByUuid(req.domainUuid);
     await standDownIfFrozen(deps, lv, dom, req);
@@ -85,13 +84,10 @@ async function beforeTheCall(
       ...(previousAgentTimeout !== undefined ? { previousAgentTimeout } : {}),
       ...(req.disks ? { disks: req.disks } : {}),
     });
-    deps.metrics.add(M.frozenGuests, 1);
-    counted = true;
     await faultPoint('freeze:before-call');
     return { dom, previousAgentTimeout, freezeId: entry.freezeId };
   } catch (err) {
     if (isCancellation(err)) throw err;
-    if (counted) deps.metrics.add(M.frozenGuests, -1);
     if (armed) await standDownUnfrozen(deps, req);
     if (timeoutSet) {
       const warning = await restoreAgentTimeout(lv, { domainUuid: req.domainUuid, previousAgentTimeout: timeoutSet.previousAgentTimeout }).catch((e: unknown) => String(e));
@@ -117,7 +113,7 @@ async function standDownIfFrozen(deps: ActivityDeps, lv: LibvirtClient, dom: Dom
   const journaled = await deps.guard.read(req.domainUuid);
   if (journaled?.mode === 'watch') {
     await thawAndConfirm(lv, req.domainUuid, req.agentTimeoutSec);
-    deps.metrics.inc(M.thaws, { layer: 'guard' });
+    deps.metrics.thaws.inc({ layer: 'guard' });
     deps.log.warn('thawed a late freeze of an earlier run before freezing', { domain: req.domainName, owner: journaled.owner });
     return;
   }

@@ -2,6 +2,7 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { cloneImage, imageExists, openImage, removeImage } from '../src/ceph';
 import type { Image } from '../src/ceph';
+import { nowMs } from '../src/host/clock';
 import { faultPoint } from '../src/host/fault-points';
 import { FailureType } from '../src/model/failures';
 import { restoreScopeMetadata } from '../src/model/restore-leftovers';
@@ -88,6 +89,8 @@ export function flattenRestoreDisk(deps: ActivityDeps) {
       await img.setMetadata(RESTORE_META.flattenStarted, new Date().toISOString());
       let lastReport = 0;
       const current = img;
+      const { size } = await current.stat();
+      const started = nowMs();
       await during(`flatten ${clone.image}`, () =>
         current.flatten({
           signal: ctx.cancellationSignal,
@@ -102,6 +105,8 @@ export function flattenRestoreDisk(deps: ActivityDeps) {
         }),
       );
       await img.removeMetadata(RESTORE_META.flattenStarted);
+      deps.metrics.flattenDuration.observe({ kind: 'restore' }, (nowMs() - started) / 1000);
+      deps.metrics.flattenSize.observe({ kind: 'restore' }, size);
       return { flattened: true };
     } finally {
       await img.close();

@@ -1,7 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { monoMs, nowMs } from '../src/host/clock';
 import { faultPoint } from '../src/host/fault-points';
-import { M } from '../src/host/metrics';
 import { FailureType } from '../src/model/failures';
 import type { SnapshotDisksRequest, SnapshotDisksResult } from '../src/model/types';
 import type { ActivityDeps } from './deps';
@@ -25,25 +24,25 @@ export function snapshotDisks(deps: ActivityDeps) {
         nonRetryable: true,
       });
     } catch (err) {
-      deps.metrics.inc(M.failures, { step: 'snapshot' });
+      deps.metrics.failures.inc({ step: 'snapshot' });
       throw err;
     }
     const returnedAt = nowMs();
     const returnedMono = monoMs();
     if (outcome.failed.length) {
-      deps.metrics.inc(M.failures, { step: 'snapshot' });
+      deps.metrics.failures.inc({ step: 'snapshot' });
       const what = outcome.failed.map((f) => `${f.request.pool}/${f.request.image}@${f.request.snap}: ${f.error.message}`).join('; ');
       throw ApplicationFailure.nonRetryable(`snapshot failed: ${what}`, FailureType.SnapshotFailed);
     }
     if (outcome.timedOut || outcome.mayCompleteLate.length || outcome.notSent.length) {
-      deps.metrics.inc(M.failures, { step: 'snapshot-timeout' });
+      deps.metrics.failures.inc({ step: 'snapshot-timeout' });
       throw ApplicationFailure.nonRetryable(
         `snapshot did not finish within ${req.timeoutMs} ms (image lock owner unresponsive or cluster unavailable); ` +
           'a late snapshot will be looked for and removed',
         FailureType.SnapshotTimeout,
       );
     }
-    deps.metrics.observe(M.snapshotMs, returnedAt - startedAt);
+    deps.metrics.snapshotDuration.observe((returnedAt - startedAt) / 1000);
     await faultPoint('snapshot:after');
     const perDiskMs = Object.fromEntries(req.snaps.map((s, i) => [s.target, outcome.replyMs.get(requests[i]!)!]));
     return { startedAt, returnedAt, startedMono, returnedMono, perDiskMs };

@@ -1,6 +1,5 @@
 import { activityInfo } from '@temporalio/activity';
 import { monoMs, nowMs } from '../src/host/clock';
-import { M } from '../src/host/metrics';
 import { restoreAgentTimeout } from '../src/host/agent-timeout-restore';
 import { thawAndConfirm } from '../src/host/thaw-confirm';
 import { isOverdue } from '../src/host/freeze-journal';
@@ -87,10 +86,16 @@ async function thawHere(deps: ActivityDeps, req: ThawRequest): Promise<ThawResul
     const open = req.freezeId ?? (req.lateFreezeWatchMs ? journaled?.freezeId : undefined);
     if (open) await deps.guard.resolve(req.domainUuid, open);
   }
-  if (journaled?.mode === 'window' && r.outcome !== 'gone') deps.metrics.add(M.frozenGuests, -1);
+  if (journaled?.mode === 'window') {
+    // The window ends here: at the guard's thaw when it fired first, else at this one. A guest
+    // that left this host frozen ends its window where it runs now.
+    const endedAt = guardFiredAt ?? (r.outcome === 'thawed' ? r.thawedAt : undefined);
+    if (endedAt !== undefined) deps.metrics.freezeWindowEnded(journaled, endedAt);
+    else deps.metrics.freezeWindowLeft(journaled.freezeId);
+  }
   const thawedFilesystems = r.outcome === 'thawed' ? r.thawedFilesystems : 0;
   const layer = guardFiredAt ? 'guard' : req.thawedBy;
-  deps.metrics.inc(M.thaws, { layer });
+  deps.metrics.thaws.inc({ layer });
   deps.log.info('guest thawed', {
     workflowId: workflowIdOrNone(),
     domain: req.domainName,
@@ -123,7 +128,7 @@ export function forgetFreeze(deps: ActivityDeps) {
     // Only the run's own entry: a newer freeze of this domain on this host is somebody's window.
     if (!entry || entry.owner !== req.owner) return { forgotten: false };
     await deps.guard.handOver(req.domainUuid);
-    if (entry.mode === 'window') deps.metrics.add(M.frozenGuests, -1);
+    if (entry.mode === 'window') deps.metrics.freezeWindowLeft(entry.freezeId);
     return { forgotten: true };
   };
 }

@@ -7,7 +7,6 @@ import { imageSetsOf } from '../src/model/restore-point';
 import { encodeVerification } from '../src/model/verification';
 import type { Verification } from '../src/model/verification';
 import { verificationDue } from '../src/model/verify-every';
-import { M } from '../src/host/metrics';
 import { poolCatalog } from './catalog';
 import type { ActivityDeps } from './deps';
 import { during } from './step-error';
@@ -48,8 +47,8 @@ export function recordVerification(deps: ActivityDeps) {
         await img.close();
       }
     }
-    deps.metrics.inc(M.verifications, { verdict: req.verification.verdict });
-    if (req.verification.verdict === 'verified') deps.metrics.set(M.lastVerified, Math.floor(Date.parse(req.verification.at) / 1000), { domain: set.domain });
+    deps.metrics.verifications.inc({ verdict: req.verification.verdict });
+    if (req.verification.verdict === 'verified') deps.metrics.lastVerified.set({ domain: set.domain }, Math.floor(Date.parse(req.verification.at) / 1000));
     return { images: set.disks.map((d) => d.image) };
   };
 }

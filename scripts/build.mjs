@@ -25,6 +25,8 @@ const { code } = await bundleWorkflowCode({
   // From the TypeScript sources, as the SDK does at start: the bundle is 2.7 MiB instead of 4.3
   // (bundling compiled output drags its source maps in), and the worker's RSS follows its size.
   workflowsPath: path.join(root, 'workflows', 'index.ts'),
+  // Each snapshot run's end reaches the worker's /metrics through this interceptor's sink.
+  workflowInterceptorModules: [path.join(root, 'src', 'model', 'run-end-interceptor.ts')],
   logger: { log() {}, trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error },
 });
 mkdirSync(dist, { recursive: true });

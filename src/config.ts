@@ -60,6 +60,15 @@ export const ConfigSchema = z.strictObject({
   /** The fleet's restore-record key (the same file on every host, mode 0600): restore records are signed and checked with it. */
   restoreKeyFile: filePath.default('/etc/vmsnap/restore.key'),
   metricsPort: z.number().int().min(0).max(65535).default(9464),
+  /**
+   * Where /metrics and /healthz listen: an IPv4 or IPv6 address or a hostname (`0.0.0.0` or `::`
+   * for every interface). Default: loopback only, for a local agent or a proxy to scrape.
+   */
+  metricsAddress: z
+    .union([z.ipv4(), z.ipv6(), z.string().regex(/^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/)], {
+      error: 'must be an IP address or a hostname',
+    })
+    .default('127.0.0.1'),
   /** Clone/flatten/finalize activities at a time on this host (the bulk queue); see README "Bulk slots". */
   bulkConcurrency: z.number().int().min(1).max(64).default(2),
   sweepIntervalMs: z.number().int().min(500).max(3600_000).default(5000),
@@ -132,6 +141,7 @@ export function fromEnv(env: NodeJS.ProcessEnv): ConfigOverrides {
     stateDir: env.VMSNAP_STATE_DIR,
     restoreKeyFile: env.VMSNAP_RESTORE_KEY_FILE,
     metricsPort: num(env.VMSNAP_METRICS_PORT),
+    metricsAddress: env.VMSNAP_METRICS_ADDRESS,
     bulkConcurrency: num(env.VMSNAP_BULK_CONCURRENCY),
     sweepIntervalMs: num(env.VMSNAP_SWEEP_INTERVAL_MS),
     fleetBeatMs: num(env.VMSNAP_FLEET_BEAT_MS),

@@ -5,7 +5,6 @@ import type { FreezeObligation } from '../model/freeze-obligation';
 import type { FreezeGuard } from './freeze-guard';
 import { isOverdue } from './freeze-journal';
 import { thawAndConfirm } from './thaw-confirm';
-import { M } from './metrics';
 import type { Metrics } from './metrics';
 
 /**
@@ -92,8 +91,11 @@ export function arrivalsVia(libvirt: () => Promise<LibvirtClient>, guard: Freeze
     guard,
     clockSkewMs,
     log: (level, message, fields) => log[level](message, fields),
-    onThawed: (_o, n) => {
-      if (n > 0) metrics.inc(M.thaws, { layer: 'arrival' });
+    onThawed: (o, n) => {
+      if (n === 0) return;
+      metrics.thaws.inc({ layer: 'arrival' });
+      // A window that travelled with its guest, ended here; it began on the freezing host's clock.
+      metrics.freezeWindowEnded(o, Date.now());
     },
   };
 }

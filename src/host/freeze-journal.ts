@@ -77,6 +77,23 @@ export class FreezeJournal {
     return out;
   }
 
+  /**
+   * The entries as they are, for a reader that must change nothing (the /metrics scrape): a file
+   * that is not a valid entry is skipped, and left for read() to move aside. A journal dir that
+   * does not exist yet is empty; any other failure to list it throws.
+   */
+  async peek(): Promise<JournalEntry[]> {
+    let names: string[];
+    try {
+      names = await fs.readdir(this.dir);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw err;
+    }
+    const texts = await Promise.all(names.filter((n) => n.endsWith('.json')).map((n) => fs.readFile(path.join(this.dir, n), 'utf8').catch(() => undefined)));
+    return texts.flatMap((t) => (t === undefined ? [] : (parseEntry(t) ?? [])));
+  }
+
   async remove(domainUuid: string): Promise<void> {
     await fs.rm(this.path(domainUuid), { force: true });
   }

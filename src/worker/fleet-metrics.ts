@@ -1,16 +1,15 @@
 import type { Client } from '@temporalio/client';
-import { M } from '../host/metrics';
 import type { Metrics, ScrapeSource } from '../host/metrics';
-import { isAlive, secondsSinceSeen } from '../model/fleet';
+import { isAlive } from '../model/fleet';
 import type { FleetHost } from '../model/fleet';
 import { readHost } from './fleet-index';
 import type { Logger } from './logger';
 
 /** The fleet on /metrics: the hosts given (this worker's own), alive or lost, and which VMs each runs. */
 export function publishFleet(metrics: Metrics, hosts: FleetHost[], now: number): void {
-  metrics.replace(M.fleetHostAlive, hosts.map((h) => ({ labels: { host: h.host }, value: isAlive(h, now) ? 1 : 0 })));
-  metrics.replace(M.fleetHostLastSeen, hosts.map((h) => ({ labels: { host: h.host }, value: secondsSinceSeen(h, now) })));
-  metrics.replace(M.fleetVm, hosts.flatMap((h) => h.domains.map((d) => ({ labels: { host: h.host, domain: d.name }, value: 1 }))));
+  metrics.replace(metrics.fleetHostAlive, hosts.map((h) => ({ labels: { host: h.host }, value: isAlive(h, now) ? 1 : 0 })));
+  metrics.replace(metrics.fleetHostLastSeen, hosts.map((h) => ({ labels: { host: h.host }, value: h.seenAt / 1000 })));
+  metrics.replace(metrics.fleetVm, hosts.flatMap((h) => h.domains.map((d) => ({ labels: { domain: d.name, host: h.host }, value: 1 }))));
 }
 
 /**
@@ -32,7 +31,7 @@ export function indexFleet(client: Client, host: string): (signal: AbortSignal) 
  * The fleet gauges as a scrape source. When the index does not answer, the fleet series are
  * dropped, not kept at their last values, and `vmsnap_fleet_registry_up` says 0. A worker cut off
  * from Temporal is the one whose view is worthless right then: its old `host_alive 1` would hide a host the other workers already see lost, and a
- * `last_seen_seconds` frozen in time reads as a healthy host. A vanished series is what
+ * last-seen time frozen at its last value reads as a healthy host. A vanished series is what
  * Prometheus already treats as stale, and `registry_up 0` tells on-call why it vanished.
  */
 export function fleetGauges(read: (signal: AbortSignal) => Promise<{ hosts: FleetHost[] }>, log: Logger, now: () => number = Date.now): ScrapeSource<{ hosts: FleetHost[] }> {
@@ -41,13 +40,13 @@ export function fleetGauges(read: (signal: AbortSignal) => Promise<{ hosts: Flee
     read,
     publish(metrics, { hosts }) {
       publishFleet(metrics, hosts, now());
-      metrics.set(M.fleetRegistryUp, 1);
+      metrics.fleetRegistryUp.set(1);
       if (down) log.info('fleet index readable again for /metrics');
       down = false;
     },
     unavailable(metrics, err) {
       publishFleet(metrics, [], now());
-      metrics.set(M.fleetRegistryUp, 0);
+      metrics.fleetRegistryUp.set(0);
       // Once per outage, not once per scrape.
       if (!down) log.warn('cannot read the fleet index for /metrics; fleet series dropped until it answers', { error: String(err) });
       down = true;

@@ -3,7 +3,6 @@ import type { FreezeGuard, JournalEntry } from '../host/freeze-guard';
 import { isOverdue } from '../host/freeze-journal';
 import { restoreAgentTimeout } from '../host/agent-timeout-restore';
 import { thawAndConfirm } from '../host/thaw-confirm';
-import { M } from '../host/metrics';
 import type { Metrics } from '../host/metrics';
 import type { Logger } from './logger';
 import type { ThawLayer } from '../model/types';
@@ -47,13 +46,13 @@ export async function thawJournaled(
     if (!handOff) throw new Error(`${entry.domainName} is gone from this host (${r.reason}); kept until the worker can hand its freeze to the fleet`);
     const id = await handOff(entry);
     await guard.handOver(entry.domainUuid);
-    if (entry.mode === 'window') metrics.add(M.frozenGuests, -1);
+    if (entry.mode === 'window') metrics.freezeWindowLeft(entry.freezeId);
     const report: ThawReport = { domain: entry.domainName, owner: entry.owner, frozenForMs: Date.now() - entry.frozenAt, wasFrozen: false, thawedBy: 'none', kept: false, gone: r.reason, handedOffTo: id };
     log.warn(`journaled freeze of ${entry.domainName} handed over: ${r.reason}; hand-off ${id} and the host it runs on now end it`, { ...report, layer: 'handoff' });
     return report;
   }
   const wasFrozen = r.outcome === 'thawed' && r.wasFrozen;
-  if (wasFrozen) metrics.inc(M.thaws, { layer });
+  if (wasFrozen) metrics.thaws.inc({ layer });
   const base = { domain: entry.domainName, owner: entry.owner, frozenForMs: Date.now() - entry.frozenAt };
   if (entry.mode === 'watch' && !isOverdue(entry) && r.outcome === 'thawed') {
     if (wasFrozen) log.warn(`late freeze of ${entry.domainName} thawed by ${layer}; still watching`, { ...base, layer });
@@ -65,9 +64,15 @@ export async function thawJournaled(
     if (warning) log.warn(warning, { domain: entry.domainName });
   }
   await guard.clear(entry.domainUuid);
-  if (entry.mode === 'window') metrics.add(M.frozenGuests, -1);
   const thawedBy: ThawReport['thawedBy'] = wasFrozen ? layer : guardFiredAt ? 'guard' : 'none';
-  if (thawedBy === 'guard') metrics.inc(M.thaws, { layer: 'guard' });
+  if (entry.mode === 'window') {
+    // Ended by this thaw or by the guard's before it; a guest found thawed by somebody else ended
+    // its window at a time nobody recorded.
+    if (wasFrozen) metrics.freezeWindowEnded(entry, r.thawedAt);
+    else if (guardFiredAt) metrics.freezeWindowEnded(entry, guardFiredAt);
+    else metrics.freezeWindowLeft(entry.freezeId);
+  }
+  if (thawedBy === 'guard') metrics.thaws.inc({ layer: 'guard' });
   const report: ThawReport = { ...base, wasFrozen, thawedBy, kept: false };
   log[thawedBy === 'none' ? 'info' : 'warn'](`journaled freeze of ${entry.domainName} resolved: thawed by ${thawedBy}`, { ...report, layer: thawedBy });
   return report;

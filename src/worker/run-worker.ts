@@ -1,4 +1,4 @@
-import http from 'node:http';
+import type http from 'node:http';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import type { WorkerOptions } from '@temporalio/worker';
@@ -6,6 +6,8 @@ import { createActivities } from '../../activities';
 import { hostTaskQueue } from '../config';
 import type { Config } from '../config';
 import { hostMetrics } from '../host/metrics';
+import type { Metrics } from '../host/metrics';
+import { FreezeJournal } from '../host/freeze-journal';
 import { releaseFreedMemory } from '../ceph';
 import { createHostDeps } from './host-deps';
 import type { HostDeps } from './host-deps';
@@ -21,13 +23,15 @@ import { flattenProgressSignal } from '../../workflows/progress';
 import { connectionOptions } from '../temporal-connection';
 import { requirePreparedNamespace } from '../temporal-setup';
 import { NamespaceNotPreparedError } from '../temporal-namespace';
-import { workflowCode } from './workflows-path';
+import { runEndInterceptorPath, workflowCode } from './workflows-path';
 import { bulkTaskQueue } from '../model/naming';
 import { FLEET_TASK_QUEUE, workerIdentity } from '../model/fleet';
 import { FleetBeat, terminateRun } from './fleet-beat';
 import { listHosts, placementCandidates, readHost } from './fleet-index';
 import { fleetGauges, indexFleet } from './fleet-metrics';
-import { metricsEndpoint } from './metrics-endpoint';
+import { metricsEndpoint, metricsUrl as urlOf, serveMetrics } from './metrics-endpoint';
+import { journalGauges } from './journal-metrics';
+import { runSinks } from './run-sinks';
 import { handOffVia } from './handoff';
 
 export interface HostWorker {
@@ -81,12 +85,30 @@ export async function createHostWorker(
   const taskQueue = hostTaskQueue(config.host);
   const sweeper = new Sweeper(deps.libvirt, deps.guard, metrics, log, config.sweepIntervalMs, 1000, config.clockSkewMs);
   const opened: { client?: Client; connection?: NativeConnection; server?: http.Server } = {};
+  // The Temporal workers once they exist: /healthz and vmsnap_temporal_up read them at each request.
+  const serving: Worker[] = [];
+  metrics.onScrape(journalGauges(new FreezeJournal(config.stateDir), log));
+  metrics.onScrape(temporalGauge(serving));
   try {
+    // The endpoint first, before Ceph and Temporal are reached (which may take long, or forever):
+    // a worker stuck at start shows on /metrics as up, with vmsnap_ceph_up or vmsnap_temporal_up 0.
+    let metricsUrl: string | undefined;
+    let listening: Promise<void> = Promise.resolve();
+    if (config.metricsPort) {
+      const endpoint = serveMetrics(metricsEndpoint(() => serving, metrics, sdkMetricsPort), config.metricsAddress, config.metricsPort);
+      opened.server = endpoint.server;
+      listening = endpoint.listening;
+      listening.catch(() => undefined); // awaited below, after the thaw
+      metricsUrl = urlOf(config.metricsAddress, config.metricsPort);
+    }
+
     // Thaw first, before and independent of Ceph and Temporal: a guest frozen by a dead
-    // predecessor must not wait for monitors or the Temporal server.
+    // predecessor must not wait for monitors or the Temporal server (nor for a port in use).
     const thawed = await reconcile(deps.libvirt, deps.guard, metrics, log, config.clockSkewMs);
     if (thawed.length) log.warn('reconciled frozen-guest journal at start', { entries: thawed });
     sweeper.start();
+    await listening;
+    if (metricsUrl) log.info('metrics endpoint up', { metrics: metricsUrl });
 
     await untilConnected('ceph', log, opts.signal, async () => {
       // Fence what the dead predecessor left (its watches would stall our snapshots), then record ours.
@@ -96,6 +118,7 @@ export async function createHostWorker(
       // The snapshotter process must be up before the first freeze: its start is not paid inside a window.
       await deps.snapshotter.start();
     });
+    metrics.cephUp.set(1);
 
     const connOpts = connectionOptions(config);
     const clientConnection = await untilConnected('temporal', log, opts.signal, () => Connection.connect(connOpts));
@@ -127,7 +150,18 @@ export async function createHostWorker(
     const activities = createActivities(deps);
     const workflows = opts.workflows ?? workflowCode();
     const identity = workerIdentity(config.host, process.pid);
-    const worker = await Worker.create({ connection, namespace: config.temporal.namespace, taskQueue, ...workflows, activities, shutdownGraceTime: '30s', identity });
+    const worker = await Worker.create({
+      connection,
+      namespace: config.temporal.namespace,
+      taskQueue,
+      ...workflows,
+      // Each snapshot run's end, told by the run-end interceptor (a prebuilt bundle has it built in).
+      ...(workflows.workflowsPath ? { interceptors: { workflowModules: [runEndInterceptorPath()] } } : {}),
+      sinks: runSinks(metrics),
+      activities,
+      shutdownGraceTime: '30s',
+      identity,
+    });
     const bulkWorker = await Worker.create({
       connection,
       namespace: config.temporal.namespace,
@@ -142,16 +176,8 @@ export async function createHostWorker(
     const beat = new FleetBeat(client, { host: config.host, taskQueue, identity, lostAfterMs: config.fleetHostLostAfterMs }, deps.libvirtReadOnly, config.fleetBeatMs, log);
     metrics.onScrape(fleetGauges(indexFleet(client, config.host), log));
 
-    let metricsUrl: string | undefined;
-    if (config.metricsPort) {
-      const serve = metricsEndpoint([worker, bulkWorker], metrics, sdkMetricsPort);
-      const server = http.createServer((req, res) => void serve(req, res));
-      opened.server = server;
-      await new Promise<void>((resolve) => server.listen(config.metricsPort, '127.0.0.1', resolve));
-      metricsUrl = `http://127.0.0.1:${config.metricsPort}/metrics`;
-    }
-
     const all = [worker, bulkWorker, fleetWorker];
+    serving.push(...all);
     let retire = false;
     return {
       worker,
@@ -201,6 +227,15 @@ export async function createHostWorker(
     await closeAll(sweeper, deps, opened, lock);
     throw err;
   }
+}
+
+/** vmsnap_temporal_up: the Temporal workers exist and all poll (the first two answer /healthz). */
+function temporalGauge(workers: Pick<Worker, 'getState'>[]) {
+  return {
+    read: async () => workers.length > 0 && workers.every((w) => w.getState() === 'RUNNING'),
+    publish: (m: Metrics, up: boolean) => m.temporalUp.set(up ? 1 : 0),
+    unavailable: (m: Metrics) => m.temporalUp.set(0),
+  };
 }
 
 async function closeAll(

@@ -1,7 +1,6 @@
 import type { LibvirtClient } from '../libvirt';
 import type { FreezeGuard } from '../host/freeze-guard';
 import { isOverdue } from '../host/freeze-journal';
-import { M } from '../host/metrics';
 import type { Metrics } from '../host/metrics';
 import type { Logger } from './logger';
 import { Periodic } from './periodic';
@@ -96,7 +95,7 @@ export class Sweeper {
       this.log.error('sweeper could not honour the freeze obligations of arrived guests; retrying next interval', { error: String(err) });
     }
     for (const late of await this.guard.takeLateThaws()) {
-      this.metrics.inc(M.thaws, { layer: 'guard' });
+      this.metrics.thaws.inc({ layer: 'guard' });
       this.log.warn('the guard thawed a freeze that landed after its run gave up on it', { domainUuid: late.domainUuid, at: late.at, layer: 'guard' });
     }
     return thawed;

@@ -9,6 +9,15 @@ export function workflowsPath(): string {
 }
 
 /**
+ * The workflow interceptor module that tells the worker each snapshot run's end (a sink), bundled
+ * beside the workflows: by the SDK at start from sources, by scripts/build.mjs into the prebuilt bundle.
+ */
+export function runEndInterceptorPath(): string {
+  const ts = path.resolve(__dirname, '../model/run-end-interceptor.ts');
+  return existsSync(ts) ? ts : path.resolve(__dirname, '../model/run-end-interceptor.js');
+}
+
+/**
  * The compiled build ships dist/workflow-bundle.js, bundled by `npm run build` from the same
  * sources (bin/vmsnap.js runs dist/ only when its stamp matches). Loading it keeps webpack out of
  * the worker process: ~140 MiB less RSS. From sources the SDK bundles at start, as before.

@@ -4,6 +4,8 @@ import type { Duration } from '@temporalio/common';
 import { WorkflowNotFoundError } from '@temporalio/common';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+import type { InjectedSinks } from '@temporalio/worker';
+import type { RunSinks } from '../../src/model/run-end';
 import { afterAll, beforeAll, inject } from 'vitest';
 import { bulkTaskQueue, lockWorkflowId } from '../../src/model/naming';
 import { FLEET_TASK_QUEUE } from '../../src/model/fleet';
@@ -28,7 +30,11 @@ export class WorkflowLane {
     readonly taskQueue: string,
   ) {}
 
-  static async start(): Promise<WorkflowLane> {
+  /**
+   * `workflowBundle`: another bundle than the lane's shared one (one with the run-end interceptor,
+   * say), its host queue's worker given `sinks`.
+   */
+  static async start(opts: { workflowBundle?: string; sinks?: InjectedSinks<RunSinks> } = {}): Promise<WorkflowLane> {
     quietRuntime();
     const env = await TestWorkflowEnvironment.createLocal({
       server: { executable: { type: 'existing-path', path: temporalBinary() }, searchAttributes: Object.values(SA) },
@@ -38,7 +44,7 @@ export class WorkflowLane {
     const activities = scriptedActivities((id) => lane.hostOf(id));
     const common = { connection: env.nativeConnection, namespace: env.namespace ?? 'default', activities, shutdownGraceTime: '1s' as Duration };
     lane.workers.push(
-      await Worker.create({ ...common, taskQueue, workflowBundle: { code: inject('workflowBundle') } }),
+      await Worker.create({ ...common, taskQueue, workflowBundle: { code: opts.workflowBundle ?? inject('workflowBundle') }, ...(opts.sinks ? { sinks: opts.sinks } : {}) }),
       await Worker.create({ ...common, taskQueue: bulkTaskQueue(taskQueue) }),
       // The fleet limits' queues run there (workflows/fleet-limit.ts), as on every host worker.
       await Worker.create({ ...common, taskQueue: FLEET_TASK_QUEUE, workflowBundle: { code: inject('workflowBundle') } }),

@@ -107,7 +107,7 @@ describe('vmsnap CLI on the lab', () => {
   it('worker serves /healthz and /metrics and stops gracefully on SIGTERM', async () => {
     const port = 19464 + Math.floor(Math.random() * 500);
     const stateDir = mkdtempSync(path.join(os.tmpdir(), 'vmsnap-cli-worker-'));
-    const proc = spawn(process.execPath, [path.resolve(__dirname, '../../bin/vmsnap.js'), 'worker', '--host', `cli-w-${port}`, '--metrics-port', String(port), '--state-dir', stateDir], {
+    const proc = spawn(process.execPath, [path.resolve(__dirname, '../../bin/vmsnap.js'), 'worker', '--host', `cli-w-${port}`, '--metrics-port', String(port), '--metrics-address', '127.0.0.1', '--state-dir', stateDir], {
       env,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -124,6 +124,12 @@ describe('vmsnap CLI on the lab', () => {
       const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
       expect(metrics).toMatch(/^temporal_/m); // the SDK's own runtime metrics
       expect(metrics).toMatch(/# TYPE vmsnap_/); // and vmsnap's
+      expect(metrics).toMatch(/^process_resident_memory_bytes \d+/m); // and the process's
+      // One page, three sources: no family twice.
+      const types = [...metrics.matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]);
+      expect(types.filter((t, i) => types.indexOf(t) !== i)).toEqual([]);
+      expect(metrics).toMatch(/^vmsnap_ceph_up 1$/m);
+      expect(metrics).toMatch(/^vmsnap_temporal_up 1$/m);
       proc.kill('SIGTERM');
       expect(await exited).toBe(0);
       expect(out).toContain('"worker stopped"');

@@ -21,6 +21,8 @@ import type { VerifyResult } from '../../src/model/verification';
 import { OrphanReaper } from '../../src/worker/orphan-reaper';
 import type { ProgressView } from '../../workflows/progress';
 import { releaseFaultPoint } from '../../src/host/fault-points';
+import { parseExposition, sample } from '../helpers/exposition';
+import { freePort } from '../helpers/free-port';
 
 /*
  * Restore in the fleet (issue 25 #7), on the lab's two hypervisor hosts: the VM is found by UUID
@@ -56,7 +58,8 @@ async function g4AsBefore(disk: string): Promise<void> {
 
 beforeAll(async () => {
   hA = await startHarness({ host: hosts.a.name, labHost: 'a', config: { fleetBeatMs: 1000 } });
-  hB = await startHarness({ host: hosts.b.name, labHost: 'b', config: { fleetBeatMs: 1000 } });
+  // hv-b's worker serves /metrics, read after the snapshot its run made (issue 30).
+  hB = await startHarness({ host: hosts.b.name, labHost: 'b', config: { fleetBeatMs: 1000, metricsPort: await freePort() } });
   await until(
     'both hosts in the registry, serving',
     async () =>
@@ -76,6 +79,26 @@ afterAll(async () => {
 }, 300_000);
 
 const g4Disk = () => snap.disks[0]!.source;
+
+describe('the snapshot on its host’s /metrics', () => {
+  it('hv-b’s worker, which froze g4: one freeze window or more, the run’s end, its quiesced success, nothing left frozen', async () => {
+    const res = await fetch(hB.hw.metricsUrl!);
+    expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+    const text = await res.text();
+    parseExposition(text); // HELP and TYPE once per family, every sample in one
+    const windows = sample(text, 'vmsnap_freeze_window_seconds_count');
+    expect(windows).toBeGreaterThanOrEqual(1);
+    expect(sample(text, 'vmsnap_freeze_window_seconds_sum') / windows).toBeGreaterThan(0);
+    expect(sample(text, 'vmsnap_freeze_window_seconds_sum') / windows).toBeLessThan(30);
+    expect(sample(text, 'vmsnap_runs_total{outcome="succeeded",failure_type="none"}')).toBeGreaterThanOrEqual(1);
+    expect(sample(text, 'vmsnap_snapshots_total{quiesced="true"}')).toBeGreaterThanOrEqual(1);
+    expect(sample(text, `vmsnap_last_quiesced_success_timestamp_seconds{domain="${g4}"}`)).toBeGreaterThanOrEqual(Date.parse(snap.frozenAt!) / 1000);
+    expect(sample(text, 'vmsnap_thaws_total{layer="workflow"}')).toBeGreaterThanOrEqual(1);
+    expect(sample(text, 'vmsnap_guests_frozen')).toBe(0);
+    expect(sample(text, 'vmsnap_ceph_up')).toBe(1);
+    expect(sample(text, 'vmsnap_temporal_up')).toBe(1);
+  });
+});
 
 describe('restore in the fleet', () => {
   it('in place refuses while the VM runs on another host, even beside a stale shut-off definition of it here: nothing created', async () => {
@@ -190,7 +213,7 @@ describe('restore in the fleet', () => {
       expect(await ceph.images('vms')).toEqual(vmsBefore);
       expect(await state(hosts.b, g4)).toBe('running');
       // The last verified set of the VM: a metric on the worker that recorded it, and a search.
-      const series = [hA, hB].map((h) => h.hw.deps.metrics.render()).join('\n');
+      const series = (await Promise.all([hA, hB].map((h) => h.hw.deps.metrics.render()))).join('\n');
       const at = Number(new RegExp(`^vmsnap_last_verified_timestamp_seconds\\{domain="${g4}"\\} (\\d+)$`, 'm').exec(series)?.[1]);
       expect(Math.abs(at - Date.parse(v.at) / 1000)).toBeLessThan(1);
       expect(series).toMatch(/^vmsnap_verifications_total\{verdict="verified"\} [1-9]/m);

@@ -28,6 +28,20 @@ describe('configuration', () => {
     expect(() => loadConfig({ host: 'a b' }, {}, undefined)).toThrow(/host/);
   });
 
+  it('the metrics endpoint listens on loopback unless told otherwise: an address from the file, the environment or a flag', () => {
+    expect(loadConfig({}, {}, undefined).metricsAddress).toBe('127.0.0.1');
+    expect(loadConfig({}, { VMSNAP_METRICS_ADDRESS: '0.0.0.0' }, undefined).metricsAddress).toBe('0.0.0.0');
+    expect(loadConfig({}, { VMSNAP_METRICS_ADDRESS: '::' }, undefined).metricsAddress).toBe('::');
+    expect(loadConfig({ metricsAddress: 'hv-a.example' }, { VMSNAP_METRICS_ADDRESS: '10.0.0.5' }, undefined).metricsAddress).toBe('hv-a.example');
+    const withAddress = path.join(mkdtempSync(path.join(os.tmpdir(), 'cfg-')), 'vmsnap.json');
+    writeFileSync(withAddress, JSON.stringify({ metricsAddress: '192.0.2.7' }));
+    expect(loadConfig({}, {}, withAddress).metricsAddress).toBe('192.0.2.7');
+    expect(loadConfig({}, { VMSNAP_METRICS_ADDRESS: 'fe80::1' }, withAddress).metricsAddress).toBe('fe80::1');
+    for (const bad of ['10.0.0.5:9464', 'a b', 'http://x']) {
+      expect(() => loadConfig({}, { VMSNAP_METRICS_ADDRESS: bad }, undefined)).toThrow(/metricsAddress: must be an IP address or a hostname/);
+    }
+  });
+
   it('takes only paths for secrets', () => {
     const c = loadConfig({}, { VMSNAP_CEPH_KEYRING: '/etc/ceph/ceph.client.vmsnap.keyring', VMSNAP_TEMPORAL_API_KEY_FILE: '/run/key' }, undefined);
     expect(c.ceph.keyring).toBe('/etc/ceph/ceph.client.vmsnap.keyring');

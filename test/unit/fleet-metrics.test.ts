@@ -21,16 +21,17 @@ const host = (name: string, seenAt: number, domains: string[]): FleetHost => ({
 const quiet: Logger = { info: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined };
 
 describe('/metrics shows the fleet', () => {
-  it('every host alive or lost, last seen, and its VMs; a VM that moved is not left behind', () => {
+  it('every host alive or lost, last seen, and its VMs; a VM that moved is not left behind', async () => {
     const m = new Metrics();
     publishFleet(m, [host('a', 100_000, ['vm-1']), host('b', 0, ['vm-2'])], 105_000);
-    let text = m.render();
+    let text = await m.render();
     expect(text).toContain('vmsnap_fleet_host_alive{host="a"} 1');
     expect(text).toContain('vmsnap_fleet_host_alive{host="b"} 0');
-    expect(text).toContain('vmsnap_fleet_host_last_seen_seconds{host="b"} 105');
+    expect(text).toContain('vmsnap_fleet_host_last_seen_timestamp_seconds{host="a"} 100\n');
+    expect(text).toContain('vmsnap_fleet_host_last_seen_timestamp_seconds{host="b"} 0\n');
     expect(text).toContain('vmsnap_fleet_vm{domain="vm-1",host="a"} 1');
     publishFleet(m, [host('a', 110_000, []), host('b', 110_000, ['vm-1', 'vm-2'])], 110_000);
-    text = m.render();
+    text = await m.render();
     expect(text).not.toContain('vmsnap_fleet_vm{domain="vm-1",host="a"}');
     expect(text).toContain('vmsnap_fleet_vm{domain="vm-1",host="b"} 1');
   });
@@ -46,7 +47,7 @@ describe('the fleet gauges are read when /metrics is scraped', () => {
   async function endpoint(read: (signal: AbortSignal) => Promise<FleetHost[]>, now: () => number, timeoutMs = 2_000) {
     const metrics = new Metrics();
     metrics.onScrape(fleetGauges(async (signal) => ({ hosts: await read(signal) }), quiet, now));
-    const serve = metricsEndpoint([], metrics, 0, timeoutMs);
+    const serve = metricsEndpoint(() => [], metrics, 0, timeoutMs);
     const server = http.createServer((req, res) => void serve(req, res));
     servers.push(server);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -63,7 +64,7 @@ describe('the fleet gauges are read when /metrics is scraped', () => {
     expect(reads).toBe(1);
     expect(text).toContain('vmsnap_fleet_host_alive{host="a"} 1');
     expect(text).toContain('vmsnap_fleet_vm{domain="vm-1",host="a"} 1');
-    expect(text).toContain('vmsnap_fleet_registry_up{} 1');
+    expect(text).toContain('vmsnap_fleet_registry_up 1');
 
     fleet = [host('a', 0, []), host('b', 104_000, ['vm-1'])];
     text = await scrape();
@@ -88,20 +89,20 @@ describe('the fleet gauges are read when /metrics is scraped', () => {
     const text = await scrape();
     expect(Date.now() - t0).toBeLessThan(1_500);
     expect(aborted).toBe(true);
-    expect(text).toContain('vmsnap_fleet_registry_up{} 0');
+    expect(text).toContain('vmsnap_fleet_registry_up 0');
     expect(text).not.toContain('vmsnap_fleet_host_alive{');
     expect(text).not.toContain('vmsnap_fleet_vm{');
     // The worker's own series are still there.
     expect(text).toMatch(/# TYPE vmsnap_fleet_host_alive gauge/);
 
     hang = false;
-    expect(await scrape()).toContain('vmsnap_fleet_registry_up{} 1');
+    expect(await scrape()).toContain('vmsnap_fleet_registry_up 1');
   });
 
   it('a registry read that fails outright is the same as one that does not answer', async () => {
     const scrape = await endpoint(() => Promise.reject(new Error('workflow not found')), () => 105_000);
     const text = await scrape();
-    expect(text).toContain('vmsnap_fleet_registry_up{} 0');
+    expect(text).toContain('vmsnap_fleet_registry_up 0');
     expect(text).not.toContain('vmsnap_fleet_host_alive{');
   });
 });

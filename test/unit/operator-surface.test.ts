@@ -16,9 +16,9 @@ describe('what an operator sees first', () => {
     expect(r.stdout).toBe(`vmsnap ${pkg.version}\n`);
   });
 
-  it('/metrics carries vmsnap_build_info{version} 1 from the first scrape', () => {
+  it('/metrics carries vmsnap_build_info{version,node} 1 from the first scrape', async () => {
     expect(VERSION).toBe(pkg.version);
-    expect(hostMetrics().render()).toContain(`vmsnap_build_info{version="${pkg.version}"} 1\n`);
+    expect(await hostMetrics().render()).toContain(`vmsnap_build_info{version="${pkg.version}",node="${process.version}"} 1\n`);
   });
 
   it("the server's refusals of an unregistered search attribute are recognised, a user's own attribute is not ours", () => {

@@ -81,7 +81,7 @@ describe('the hand-off thaw on the host a guest migrated to (thawArrivedGuest)',
     expect(r).toMatchObject({ thawedFilesystems: 2 });
     expect(r.skippedForLocalFreeze).toBeUndefined();
     expect(h.guest.frozen).toBe(0);
-    expect(h.deps.metrics.render()).toContain('vmsnap_thaws_total{layer="handoff"} 1');
+    expect(await h.deps.metrics.render()).toContain('vmsnap_thaws_total{layer="handoff"} 1');
   });
 
   it('is registered behind the failure edge: a libvirt that is down reaches the workflow typed', async () => {

@@ -11,17 +11,19 @@ its activities, plus vmsnap-<host>-bulk for clone/flatten/finalize. Thaws journa
 frozen by a previous worker at start, sweeps expired freezes every VMSNAP_SWEEP_INTERVAL_MS.
 SIGTERM/SIGINT: graceful shutdown (in-flight steps finish).
 
-  --metrics-port N     Prometheus /metrics and /healthz on 127.0.0.1:N (0 = off; default 9464)
+  --metrics-port N     Prometheus /metrics and /healthz on port N (VMSNAP_METRICS_PORT; 0 = off; default 9464)
+  --metrics-address A  ...and on address A (VMSNAP_METRICS_ADDRESS; 0.0.0.0 or :: for all; default 127.0.0.1)
   --bulk-concurrency N clone/flatten/finalize steps at a time on this host (VMSNAP_BULK_CONCURRENCY, default 2)
 ${COMMON_HELP}`;
 
 export async function run(argv: string[]): Promise<number> {
-  const { values } = parse(argv, { 'metrics-port': { type: 'string' }, 'bulk-concurrency': { type: 'string' } }, false);
+  const { values } = parse(argv, { 'metrics-port': { type: 'string' }, 'metrics-address': { type: 'string' }, 'bulk-concurrency': { type: 'string' } }, false);
   if (values.help) {
     process.stdout.write(HELP + '\n');
     return Exit.ok;
   }
   if (values['metrics-port'] !== undefined) process.env.VMSNAP_METRICS_PORT = values['metrics-port'];
+  if (values['metrics-address'] !== undefined) process.env.VMSNAP_METRICS_ADDRESS = values['metrics-address'];
   if (values['bulk-concurrency'] !== undefined) process.env.VMSNAP_BULK_CONCURRENCY = values['bulk-concurrency'];
   const config = configFrom(values);
   // A signal during start (Ceph or Temporal still unreachable, retried) aborts the start; after
