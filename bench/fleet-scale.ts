@@ -33,6 +33,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { FailureType, FREEZE_NOT_SENT } from '../src/model/failures';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Runtime, DefaultLogger, Worker, bundleWorkflowCode } from '@temporalio/worker';
+import type { NativeConnection } from '@temporalio/worker';
 import type { temporal } from '@temporalio/proto';
 import type { Activities } from '../activities';
 import { fleetHost, fleetHosts, placementCandidates } from '../activities/fleet';
@@ -46,7 +47,7 @@ import { SA } from '../src/model/search-attributes';
 import { FleetBeat } from '../src/worker/fleet-beat';
 import { listHosts, placementCandidates as candidatesOf, readHost } from '../src/worker/fleet-index';
 import type { Logger } from '../src/worker/logger';
-import { workflowsPath } from '../src/worker/workflows-path';
+import { fleetWorkflowsPath, workflowsPath } from '../src/worker/workflows-path';
 import { FakeHost, scriptedActivities } from '../support/fast/fake-host';
 import { temporalBinary } from '../support/fast/temporal-binary';
 import { quantile } from './stats';
@@ -58,6 +59,7 @@ const VMS = Number(opt('vms', '20'));
 const RUNS = Number(opt('runs', '5'));
 const BEAT_MS = Number(opt('beat-ms', '10000'));
 const BASE = opt('base', '9faaac5');
+const MODES = opt('modes', 'base,index').split(',') as Mode[];
 const STORM = Number(opt('storm', '0'));
 const STORM_VMS = Number(opt('storm-vms', '10'));
 const STORM_MOVE = Number(opt('storm-move', '5'));
@@ -77,20 +79,30 @@ interface Row {
   watchBytesPerTick: number;
   locateP50: number;
   locateP99: number;
+  /** How long the router's workflow tasks waited for a worker (scheduled → started), p50: the fleet queue's backlog. */
+  taskWaitP50: number;
   runMsP50: number;
 }
 
 const vmName = (h: number, v: number) => `sim-${h}-vm-${v}`;
 const uuidOf = (h: number, v: number) => `00000000-0000-4000-8000-${(h * 10_000 + v).toString(16).padStart(12, '0')}`;
 
-async function bundleOf(mode: Mode): Promise<string> {
-  if (mode === 'index') return (await bundleWorkflowCode({ workflowsPath: workflowsPath(), logger: silentBundler })).code;
+/** A host queue's bundle and the fleet queue's: today's are two (workflows/fleet.ts holds the routers), base's one. */
+interface Bundles {
+  host: string;
+  fleet: string;
+}
+
+async function bundleOf(mode: Mode): Promise<Bundles> {
+  const bundle = async (workflowsPath: string) => (await bundleWorkflowCode({ workflowsPath, logger: silentBundler })).code;
+  if (mode === 'index') return { host: await bundle(workflowsPath()), fleet: await bundle(fleetWorkflowsPath()) };
   const dir = path.join(os.tmpdir(), `vmsnap-fleet-base-${BASE}`);
   if (!existsSync(dir)) {
     execFileSync('git', ['worktree', 'add', '--detach', dir, BASE], { stdio: 'ignore' });
     symlinkSync(path.resolve('node_modules'), path.join(dir, 'node_modules'));
   }
-  return (await bundleWorkflowCode({ workflowsPath: path.join(dir, 'workflows', 'index.ts'), logger: silentBundler })).code;
+  const one = await bundle(path.join(dir, 'workflows', 'index.ts'));
+  return { host: one, fleet: one };
 }
 const noop = () => undefined;
 const silentBundler = { log: noop, trace: noop, debug: noop, info: noop, warn: noop, error: noop };
@@ -152,35 +164,67 @@ async function allAnnounced(client: Client, mode: Mode, n: number): Promise<void
   }
 }
 
-async function measure(mode: Mode, n: number, code: string): Promise<Row> {
+/**
+ * A fresh dev server with the fleet queue's worker, the hosts' workers from `hostWorkers`, and
+ * every host beating the way `mode`'s code does; `body` runs once every host has announced
+ * itself, and everything is stopped after it, however it ends.
+ */
+async function onFleet<T>(
+  mode: Mode,
+  n: number,
+  code: Bundles,
+  hosts: {
+    workers: (common: WorkerCommon) => Promise<Worker[]>;
+    libvirt: (h: number) => LibvirtClient;
+    domains?: (h: number) => HostBeat['domains'];
+    stagger?: boolean;
+  },
+  body: (client: Client, side: ReturnType<typeof fleetSide>) => Promise<T>,
+): Promise<T> {
   const env = await TestWorkflowEnvironment.createLocal({
     server: { executable: { type: 'existing-path', path: temporalBinary() }, searchAttributes: Object.values(SA) },
   });
   const client = env.client;
-  const common = { connection: env.nativeConnection, namespace: env.namespace ?? 'default', shutdownGraceTime: '1s' as const };
+  const common: WorkerCommon = { connection: env.nativeConnection, namespace: env.namespace ?? 'default', shutdownGraceTime: '1s' };
+  const side = fleetSide(client, mode);
+  const workers: Worker[] = [await Worker.create({ ...common, taskQueue: FLEET_TASK_QUEUE, workflowBundle: { code: code.fleet }, activities: side.fleetActs }), ...(await hosts.workers(common))];
+  const running = Promise.all(workers.map((w) => w.run()));
+  const beats =
+    mode === 'index'
+      ? Array.from({ length: n }, (_, h) => new FleetBeat(client, { host: `sim-${h}`, taskQueue: `sim-${h}`, identity: workerIdentity(`sim-${h}`, 1) }, async () => hosts.libvirt(h), BEAT_MS, quiet))
+      : [];
+  const baseBeats = mode === 'base' ? Array.from({ length: n }, (_, h) => baseBeat(client, h, hosts.domains && (() => hosts.domains!(h)))) : [];
+  try {
+    // Staggered as real hosts are: each starts at a random moment of one interval.
+    for (const b of beats) setTimeout(() => b.start(), hosts.stagger ? Math.random() * BEAT_MS : 0);
+    await allAnnounced(client, mode, n);
+    return await body(client, side);
+  } finally {
+    for (const b of beats) await b.leave(true).catch(noop);
+    for (const b of baseBeats) b.stop();
+    for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
+    await running.catch(noop);
+    await env.teardown();
+  }
+}
+type WorkerCommon = { connection: NativeConnection; namespace: string; shutdownGraceTime: '1s' };
+
+async function measure(mode: Mode, n: number, code: Bundles): Promise<Row> {
   const fakes = new Map<string, FakeHost>();
   const hostOf = (workflowId: string) => {
     let f = fakes.get(workflowId.split('.on.')[0]!);
     if (!f) fakes.set(workflowId.split('.on.')[0]!, (f = new FakeHost(vmName(0, 0))));
     return f;
   };
-  const { deps, fleetActs } = fleetSide(client, mode);
-  const workers: Worker[] = [
-    await Worker.create({ ...common, taskQueue: FLEET_TASK_QUEUE, workflowBundle: { code }, activities: fleetActs }),
-    await Worker.create({ ...common, taskQueue: 'sim-0', workflowBundle: { code }, activities: { ...scriptedActivities(hostOf), ...presence(0) } }),
-    await Worker.create({ ...common, taskQueue: bulkTaskQueue('sim-0'), activities: scriptedActivities(hostOf) }),
-  ];
-  for (let h = 1; h < n; h++) workers.push(await Worker.create({ ...common, taskQueue: `sim-${h}`, activities: presence(h), maxConcurrentActivityTaskPolls: 1, maxConcurrentWorkflowTaskPolls: 1 }));
-  const running = Promise.all(workers.map((w) => w.run()));
-  const beats =
-    mode === 'index'
-      ? Array.from({ length: n }, (_, h) => new FleetBeat(client, { host: `sim-${h}`, taskQueue: `sim-${h}`, identity: workerIdentity(`sim-${h}`, 1) }, async () => fakeLibvirt(h), BEAT_MS, quiet))
-      : [];
-  const baseBeats = mode === 'base' ? Array.from({ length: n }, (_, h) => baseBeat(client, h)) : [];
-  try {
-    // Staggered as real hosts are: each starts at a random moment of one interval.
-    for (const b of beats) setTimeout(() => b.start(), Math.random() * BEAT_MS);
-    await allAnnounced(client, mode, n);
+  const workers = async (common: WorkerCommon) => {
+    const ws = [
+      await Worker.create({ ...common, taskQueue: 'sim-0', workflowBundle: { code: code.host }, activities: { ...scriptedActivities(hostOf), ...presence(0) } }),
+      await Worker.create({ ...common, taskQueue: bulkTaskQueue('sim-0'), activities: scriptedActivities(hostOf) }),
+    ];
+    for (let h = 1; h < n; h++) ws.push(await Worker.create({ ...common, taskQueue: `sim-${h}`, activities: presence(h), maxConcurrentActivityTaskPolls: 1, maxConcurrentWorkflowTaskPolls: 1 }));
+    return ws;
+  };
+  return onFleet(mode, n, code, { workers, libvirt: fakeLibvirt, stagger: true }, async (client, { deps, fleetActs }) => {
     // The hot spot: events/s into the busiest fleet workflow over two intervals.
     const hotId = mode === 'index' ? hostEntryId('sim-0') : FLEET_REGISTRY_ID;
     const len = async () => (await client.workflow.getHandle(hotId).describe()).historyLength;
@@ -188,6 +232,7 @@ async function measure(mode: Mode, n: number, code: string): Promise<Row> {
     const [l0, r0, t0] = [await len(), await runIdOf(), Date.now()];
     const times: number[] = [];
     const locates: number[] = [];
+    const taskWaits: number[] = [];
     let last: { router: temporal.api.history.v1.IHistoryEvent[]; child: number } | undefined;
     for (let r = 0; r <= RUNS; r++) {
       const id = `fleet-scale-${mode}-${n}-${r}`;
@@ -199,6 +244,10 @@ async function measure(mode: Mode, n: number, code: string): Promise<Row> {
       const child = (await client.workflow.getHandle(`${id}.on.sim-0`).fetchHistory()).events ?? [];
       const at = (e: temporal.api.history.v1.IHistoryEvent | undefined) => Number(e?.eventTime?.seconds ?? 0) * 1000 + Math.floor((e?.eventTime?.nanos ?? 0) / 1e6);
       locates.push(at(router.find((e) => e.startChildWorkflowExecutionInitiatedEventAttributes)) - at(router[0]));
+      for (const e of router) {
+        const scheduled = e.workflowTaskStartedEventAttributes ? router.find((x) => Number(x.eventId) === Number(e.workflowTaskStartedEventAttributes!.scheduledEventId)) : undefined;
+        if (scheduled) taskWaits.push(at(e) - at(scheduled));
+      }
       last = { router, child: child.length };
     }
     const dt = (Date.now() - t0) / 1000;
@@ -222,15 +271,10 @@ async function measure(mode: Mode, n: number, code: string): Promise<Row> {
       watchBytesPerTick: JSON.stringify(tick).length,
       locateP50: quantile(locates, 0.5),
       locateP99: quantile(locates, 0.99),
+      taskWaitP50: quantile(taskWaits, 0.5),
       runMsP50: quantile(times, 0.5),
     };
-  } finally {
-    for (const b of beats) await b.leave(true).catch(noop);
-    for (const b of baseBeats) b.stop();
-    for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
-    await running.catch(noop);
-    await env.teardown();
-  }
+  });
 }
 
 /** Where each storm VM runs now (by name): presence answers and beats follow it. */
@@ -273,12 +317,7 @@ interface StormRow {
 }
 
 /** Every VM of `n` hosts at once, each host a full worker; the limits bind on host and cluster. */
-async function storm(mode: Mode, n: number, code: string): Promise<StormRow> {
-  const env = await TestWorkflowEnvironment.createLocal({
-    server: { executable: { type: 'existing-path', path: temporalBinary() }, searchAttributes: Object.values(SA) },
-  });
-  const client = env.client;
-  const common = { connection: env.nativeConnection, namespace: env.namespace ?? 'default', shutdownGraceTime: '1s' as const };
+async function storm(mode: Mode, n: number, code: Bundles): Promise<StormRow> {
   const frozen = new Map<number, number>();
   let onCluster = 0;
   let mostHost = 0;
@@ -329,21 +368,15 @@ async function storm(mode: Mode, n: number, code: string): Promise<StormRow> {
     }
   }
   const hostOf = (workflowId: string) => fakes.get(workflowId.split('.on.')[0]!)!;
-  const { fleetActs } = fleetSide(client, mode);
-  const workers: Worker[] = [await Worker.create({ ...common, taskQueue: FLEET_TASK_QUEUE, workflowBundle: { code }, activities: fleetActs })];
-  for (let h = 0; h < n; h++) {
-    workers.push(await Worker.create({ ...common, taskQueue: `sim-${h}`, workflowBundle: { code }, activities: { ...scriptedActivities(hostOf), ...place.presence(h) } }));
-    workers.push(await Worker.create({ ...common, taskQueue: bulkTaskQueue(`sim-${h}`), activities: scriptedActivities(hostOf) }));
-  }
-  const running = Promise.all(workers.map((w) => w.run()));
-  const beats =
-    mode === 'index'
-      ? Array.from({ length: n }, (_, h) => new FleetBeat(client, { host: `sim-${h}`, taskQueue: `sim-${h}`, identity: workerIdentity(`sim-${h}`, 1) }, async () => place.libvirt(h), BEAT_MS, quiet))
-      : [];
-  const baseBeats = mode === 'base' ? Array.from({ length: n }, (_, h) => baseBeat(client, h, () => place.beatDomains(h))) : [];
-  try {
-    for (const b of beats) b.start();
-    await allAnnounced(client, mode, n);
+  const workers = async (common: WorkerCommon) => {
+    const ws: Worker[] = [];
+    for (let h = 0; h < n; h++) {
+      ws.push(await Worker.create({ ...common, taskQueue: `sim-${h}`, workflowBundle: { code: code.host }, activities: { ...scriptedActivities(hostOf), ...place.presence(h) } }));
+      ws.push(await Worker.create({ ...common, taskQueue: bulkTaskQueue(`sim-${h}`), activities: scriptedActivities(hostOf) }));
+    }
+    return ws;
+  };
+  return onFleet(mode, n, code, { workers, libvirt: place.libvirt, domains: place.beatDomains }, async (client) => {
     const ids = [...fakes.keys()];
     const t0 = Date.now();
     const failures: Record<string, number> = {};
@@ -353,7 +386,9 @@ async function storm(mode: Mode, n: number, code: string): Promise<StormRow> {
         try {
           await client.workflow.execute('consistentSnapshot', { taskQueue: FLEET_TASK_QUEUE, workflowId: id, args: [{ domain: vmName(h, v), quiesce: 'require', target: { clone: false } }], workflowExecutionTimeout: '15m' });
         } catch (err) {
-          const type = String((err as { cause?: { type?: string } }).cause?.type ?? (err as Error).name);
+          // The innermost failure that has a type: the child's, under the router's.
+          let type = (err as Error).name;
+          for (let c = err as { cause?: unknown; type?: string } | undefined; c; c = c.cause as typeof c) if (c.type) type = c.type;
           failures[type] = (failures[type] ?? 0) + 1;
         }
       }),
@@ -393,18 +428,12 @@ async function storm(mode: Mode, n: number, code: string): Promise<StormRow> {
       limitEventsPerRun: limit.sum / ids.length,
       limitWorkflows: limit.count,
     };
-  } finally {
-    for (const b of beats) await b.leave(true).catch(noop);
-    for (const b of baseBeats) b.stop();
-    for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
-    await running.catch(noop);
-    await env.teardown();
-  }
+  });
 }
 
 async function stormMain(): Promise<void> {
   const rows: StormRow[] = [];
-  for (const mode of ['base', 'index'] as const) {
+  for (const mode of MODES) {
     const row = await storm(mode, STORM, await bundleOf(mode));
     rows.push(row);
     console.log(JSON.stringify(row));
@@ -416,40 +445,60 @@ async function stormMain(): Promise<void> {
     const f = Object.entries(r.failures).map(([k, v]) => `${k} ${v}`).join(', ') || '0';
     console.log(`| ${r.mode} | ${r.runs} | ${f} | ${r.moved} / ${r.relocations} | ${r.mostFrozenOnAHost} / ${STORM_LIMITS.windowsPerHost} | ${r.mostFrozenOnCluster} / ${STORM_LIMITS.snapshotsPerCluster} | ${r.runsPerMin.toFixed(1)} | ${r.routerEventsPerRun.toFixed(1)} | ${r.childEventsPerRun.toFixed(1)} | ${r.limitWorkflows} | ${r.limitEventsPerRun.toFixed(1)} |`);
   }
-  const [b, i] = rows as [StormRow, StormRow];
-  console.log(`index/base: limit events/run ${(i.limitEventsPerRun / b.limitEventsPerRun).toFixed(2)}, child events/run ${(i.childEventsPerRun / b.childEventsPerRun).toFixed(2)}, runs/min ${(i.runsPerMin / b.runsPerMin).toFixed(2)}`);
+  const b = rows.find((r) => r.mode === 'base');
+  const i = rows.find((r) => r.mode === 'index');
+  if (b && i)
+    console.log(`index/base: limit events/run ${(i.limitEventsPerRun / b.limitEventsPerRun).toFixed(2)}, child events/run ${(i.childEventsPerRun / b.childEventsPerRun).toFixed(2)}, runs/min ${(i.runsPerMin / b.runsPerMin).toFixed(2)}`);
 }
 
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   if (STORM) return stormMain();
   const rows: Row[] = [];
-  const code = { index: await bundleOf('index'), base: await bundleOf('base') };
+  const broke: { mode: Mode; hosts: number; why: string }[] = [];
+  const code = { index: await bundleOf('index'), base: MODES.includes('base') ? await bundleOf('base') : { host: '', fleet: '' } };
   for (const n of HOSTS) {
-    for (const mode of ['base', 'index'] as const) {
-      const row = await measure(mode, n, code[mode]);
-      rows.push(row);
-      console.log(JSON.stringify(row));
+    for (const mode of MODES) {
+      try {
+        const row = await measure(mode, n, code[mode]);
+        rows.push(row);
+        console.log(JSON.stringify(row));
+      } catch (err) {
+        // What saturates first is a result, not a crash of the bench: the cell says what failed.
+        const why = failureChain(err);
+        broke.push({ mode, hosts: n, why });
+        console.log(JSON.stringify({ mode, hosts: n, failed: why }));
+      }
     }
   }
   console.log(`\nfleet scale: ${VMS} VMs per host, beats every ${BEAT_MS} ms, ${RUNS} runs per cell (snapshot-only, routed by VM name)\n`);
-  console.log('| hosts | code | router events | child events | router activities | actions/run | hot workflow events/s | watch bytes/tick | locate p50 / p99 ms | run p50 ms |');
-  console.log('|---|---|---|---|---|---|---|---|---|---|');
+  console.log('| hosts | code | router events | child events | router activities | actions/run | hot workflow events/s | watch bytes/tick | locate p50 / p99 ms | router task wait p50 ms | run p50 ms |');
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|');
   for (const r of rows) {
-    console.log(`| ${r.hosts} | ${r.mode} | ${r.routerEvents} | ${r.childEvents} | ${r.routerActivities} | ${r.actions} | ${r.hotEventsPerSec.toFixed(2)} | ${r.watchBytesPerTick} | ${r.locateP50} / ${r.locateP99} | ${r.runMsP50} |`);
+    console.log(`| ${r.hosts} | ${r.mode} | ${r.routerEvents} | ${r.childEvents} | ${r.routerActivities} | ${r.actions} | ${r.hotEventsPerSec.toFixed(2)} | ${r.watchBytesPerTick} | ${r.locateP50} / ${r.locateP99} | ${r.taskWaitP50} | ${r.runMsP50} |`);
   }
+  for (const b of broke) console.log(`| ${b.hosts} | ${b.mode} | failed: ${b.why} |||||||| |`);
   const first = (m: Mode) => rows.find((r) => r.mode === m)!;
   const lastOf = (m: Mode) => rows.filter((r) => r.mode === m).at(-1)!;
-  for (const m of ['base', 'index'] as const) {
+  for (const m of MODES) {
     const a = first(m);
     const b = lastOf(m);
+    if (!a || !b) continue;
     console.log(`${m}: N ${a.hosts} → ${b.hosts}: actions/run ×${(b.actions / a.actions).toFixed(2)}, router events ×${(b.routerEvents / a.routerEvents).toFixed(2)}, hot workflow events/s ×${(b.hotEventsPerSec / Math.max(0.01, a.hotEventsPerSec)).toFixed(2)}, watch bytes ×${(b.watchBytesPerTick / a.watchBytesPerTick).toFixed(2)}`);
   }
   const big = lastOf('index');
   const perHost = big.hotEventsPerSec;
   const perEntry = 1000 / BEAT_MS;
   console.log(`at N = 1000, computed from the per-host rate: base's one registry takes ${(1000 * perEntry).toFixed(0)} signals/s (every beat); the index spreads them over 1000 entries, ${perEntry.toFixed(2)} signals/s and ${perHost.toFixed(2)} events/s each (measured on sim-0's entry)`);
-  console.log(`index/base at N = ${big.hosts}: actions/run ${(big.actions / lastOf('base').actions).toFixed(2)}, router events ${(big.routerEvents / lastOf('base').routerEvents).toFixed(2)}`);
+  const sameN = rows.find((r) => r.mode === 'base' && r.hosts === big.hosts);
+  if (sameN) console.log(`index/base at N = ${big.hosts}: actions/run ${(big.actions / sameN.actions).toFixed(2)}, router events ${(big.routerEvents / sameN.routerEvents).toFixed(2)}`);
+}
+
+/** Each failure's own words, outermost first: the cause a cell's table row names. */
+function failureChain(err: unknown): string {
+  const parts: string[] = [];
+  for (let c = err as { cause?: unknown; message?: string; activityType?: string } | undefined; c; c = c.cause as typeof c) parts.push(c.activityType ? `${c.message} (${c.activityType})` : String(c.message));
+  return parts.join(' ← ');
 }
 
 main().catch((err: unknown) => {

@@ -29,7 +29,11 @@ function sourceStamp(root) {
 function distIsFresh(root) {
   try {
     const built = JSON.parse(readFileSync(path.join(root, 'dist', 'build-stamp.json'), 'utf8'));
-    return built.stamp === sourceStamp(root) && existsSync(path.join(root, 'dist', 'src', 'cli', 'main.js'));
+    return (
+      built.stamp === sourceStamp(root) &&
+      existsSync(path.join(root, 'dist', 'src', 'cli', 'main.js')) &&
+      existsSync(path.join(root, 'dist', 'fleet-workflow-bundle.js'))
+    );
   } catch {
     return false;
   }

@@ -51,9 +51,9 @@ async function main(): Promise<void> {
       const taskQueue = fleet ? FLEET_TASK_QUEUE : h.hw.taskQueue;
       const result: SnapshotResult = await h.client.workflow.execute('consistentSnapshot', { taskQueue, workflowId: id, args: [input] });
       if (fleet) {
-        // Not the router's own history: it branches on the worker's task queue (workflowInfo()),
-        // which an offline replay worker names itself (`<replayName>-<n>`), so it would replay as
-        // a host run. Only workers of the fleet queue ever replay it; the lab tests prove it.
+        // The router's own history replays against the fleet queue's bundle (workflows/fleet.ts),
+        // its child's against a host's.
+        await recordHistory(h.client, id, set, `${name}-router`, 'fleet');
         await recordHistory(h.client, `${id}.on.${result.host}`, set, `${name}-child`);
         // Running (it continues as new): an open history replays as far as it goes.
         await recordHistory(h.client, hostEntryId(h.config.host), set, `${name}-host-entry`);

@@ -36,7 +36,9 @@ export async function captureDisks(plan: SnapshotPlan, input: SnapshotInput, sag
 
   if (plan.freeze) {
     saga.addUrgent('thaw', async () => {
-      if (!thawed && (freezeAsked || !patched(THAW_ONLY_AFTER_FREEZE_ASKED))) {
+      // (Deprecated patch, docs/versioning.md: before it, a failure ahead of the freeze thawed too.)
+      if (!thawed && !freezeAsked) deprecatePatch(THAW_ONLY_AFTER_FREEZE_ASKED);
+      if (!thawed && freezeAsked) {
         await thawUntilDone(input, dom, progress, freezeAnswered ? 0 : input.lateSnapshotWatchMs);
       }
       thawed = true;
@@ -82,7 +84,8 @@ export async function captureDisks(plan: SnapshotPlan, input: SnapshotInput, sag
         }
         if (type === FailureType.DomainBusy) throw err; // another vmsnap run's freeze: it stays theirs
         if (input.quiesce === 'require') throw asQuiesceFailure(err);
-      } else if (patched(FOLLOWS_MIGRATION)) {
+      } else {
+        deprecatePatch(FOLLOWS_MIGRATION);
         // Whatever the policy, a freeze that landed late is undone first, where the guest runs now.
         const local = await thawUntilDone(input, dom, progress, input.lateSnapshotWatchMs);
         thawed = true;
@@ -92,11 +95,6 @@ export async function captureDisks(plan: SnapshotPlan, input: SnapshotInput, sag
           throw ApplicationFailure.nonRetryable(`${plan.domain.name} left this host before it was frozen: ${messageOf(err)}`, FailureType.DomainMoved);
         }
         if (input.quiesce === 'require') throw asQuiesceFailure(err);
-      } else {
-        // Histories from before the hand-off: require left the thaw to the compensation.
-        if (input.quiesce === 'require') throw asQuiesceFailure(err);
-        await thawUntilDone(input, dom, progress, input.lateSnapshotWatchMs);
-        thawed = true;
       }
       // prefer: go on crash-consistent.
       reason = `freeze failed: ${messageOf(err)}`;
@@ -199,7 +197,8 @@ const HANDOFF_WAIT_MS = 120_000;
  * stops waiting: thawed there (and when), ended there by the destination's own layers, or pending.
  */
 async function thawWhereItRuns(dom: Dom, thaw: ThawResult): Promise<ThawResult> {
-  if (!thaw.domainGone || !patched(FOLLOWS_MIGRATION)) return thaw;
+  if (!thaw.domainGone) return thaw;
+  deprecatePatch(FOLLOWS_MIGRATION);
   const { workflowId, taskQueue } = workflowInfo();
   if (!patched(FREEZE_OBLIGATION)) {
     const moved = await executeChild(thawWherever, {

@@ -1,3 +1,5 @@
+// A host queue's workflows (`vmsnap-<host>`). The fleet queue's are workflows/fleet.ts: the same
+// types, with consistentSnapshot and restoreVm as routers.
 export { consistentSnapshot } from './consistent-snapshot';
 export { domainLock } from './domain-lock';
 export { restoreVm } from './restore-vm';

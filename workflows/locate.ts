@@ -62,9 +62,9 @@ const LOOK_RETRIES = 5;
  * Asks again, 2 s apart and at most LOOK_RETRIES more times, while the answer is unsure (a host
  * did not answer, two said running, none known yet): both routers' patience, written once.
  */
-export async function lookUntilSure<P>(look: () => Promise<P>, unsure: (p: P) => boolean): Promise<P> {
+export async function lookUntilSure<P>(look: () => Promise<P>, unsure: (p: P) => boolean, retries = LOOK_RETRIES): Promise<P> {
   let p = await look();
-  for (let again = 0; unsure(p) && again < LOOK_RETRIES; again++) {
+  for (let again = 0; unsure(p) && again < retries; again++) {
     await sleep(2000);
     p = await look();
   }

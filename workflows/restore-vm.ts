@@ -9,11 +9,9 @@ import { SA } from '../src/model/search-attributes';
 import { Compensations } from './compensations';
 import { acquireDomainLock } from './domain-lock';
 import type { HeldLock } from './domain-lock';
-import { FLEET_TASK_QUEUE } from '../src/model/fleet';
 import { nameIdOf } from './name-id';
 import { Progress } from './progress';
 import { restoreCopies, restoreDomainOps, restorePlanning, restoreUndo, restoreWaits } from './restore-profiles';
-import { routeRestore } from './restore-route';
 import { timed } from './timed';
 
 /**
@@ -25,12 +23,23 @@ import { timed } from './timed';
  * Every name derives from the workflow id, so re-running an id reuses or finishes earlier work.
  */
 export async function restoreVm(request: RestoreRequest): Promise<RestoreResult> {
+  return restoreHere(restoreInputOf(request));
+}
+
+/** The request, checked before anything happens: a typed, non-retryable failure otherwise. */
+export function restoreInputOf(request: RestoreRequest): RestoreInput {
   const parsed = parseRestoreInput(request);
   if (!parsed.ok) throw ApplicationFailure.nonRetryable(`invalid input: ${parsed.message}`, FailureType.InvalidInput);
-  const input = parsed.input;
+  return parsed.input;
+}
+
+/**
+ * The restore on this worker's host. Started here by the fleet queue's restoreVm (the router,
+ * workflows/fleet.ts) as its child, or directly on a host's queue (`--host`); histories from
+ * before the router ran it on the fleet queue itself.
+ */
+export async function restoreHere(input: RestoreInput): Promise<RestoreResult> {
   const info = workflowInfo();
-  // Started on the fleet queue: found by UUID and run on the VM's host (workflows/restore-route.ts).
-  if (info.taskQueue === FLEET_TASK_QUEUE && patched(ROUTED)) return routeRestore(input);
   const workflowId = nameIdOf(input);
   const steps: Record<string, number> = {};
   const progress = new Progress(input.as ?? input.domain);
@@ -180,7 +189,5 @@ export async function restoreVm(request: RestoreRequest): Promise<RestoreResult>
   }
 }
 
-/** Histories from before restoreVm on the fleet queue routed itself. Retire 2027-06-01, with the fleet-wide restore's first release one minor old. */
-const ROUTED = 'vmsnap-restore-routed';
-/** Histories from before in-place restores took the domain lock. Retire with ROUTED. */
+/** Histories from before in-place restores took the domain lock. Retire with ROUTED (workflows/fleet.ts). */
 const LOCKED = 'vmsnap-restore-domain-lock';

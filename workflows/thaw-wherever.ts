@@ -1,6 +1,6 @@
 import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
 import type { ActivityOptions } from '@temporalio/common';
-import { patched, proxyActivities, sleep } from '@temporalio/workflow';
+import { deprecatePatch, proxyActivities, sleep } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { FailureType } from '../src/model/failures';
 import type { ThawResult } from '../src/model/types';
@@ -32,7 +32,7 @@ const thawOn = (taskQueue: string, agentTimeoutSec: number, retry: ActivityOptio
     retry: { initialInterval: '200ms', maximumInterval: '2s', backoffCoefficient: 2, ...retry },
   });
 
-/** Histories recorded without this marker scheduled the hand-off thaw as thawGuest (layer `handoff`). */
+/** Deprecated patch (docs/versioning.md): histories before it scheduled the hand-off thaw as thawGuest (layer `handoff`). */
 const HANDOFF_ACTIVITY = 'vmsnap-handoff-activity';
 
 /** The SDK's answer when the polling worker has no such activity (a release from before it). */
@@ -41,13 +41,12 @@ const NOT_REGISTERED = 'NotFoundError';
 async function thawThere(req: ThawWhereverRequest, at: { host: string; taskQueue: string }): Promise<ThawResult> {
   const summary = { summary: `thaw ${req.domainName} on ${at.host} (moved from ${req.fromHost})` };
   const arrived = { domainUuid: req.domainUuid, domainName: req.domainName, agentTimeoutSec: req.agentTimeoutSec, ...(req.owner ? { owner: req.owner } : {}) };
-  if (patched(HANDOFF_ACTIVITY)) {
-    try {
-      // Not retried when unknown there: a frozen guest must not wait 2 minutes for a host's upgrade.
-      return await thawOn(at.taskQueue, req.agentTimeoutSec, { nonRetryableErrorTypes: [NOT_REGISTERED] }).thawArrivedGuest.executeWithOptions(summary, [arrived]);
-    } catch (err) {
-      if (!(err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === NOT_REGISTERED)) throw err;
-    }
+  deprecatePatch(HANDOFF_ACTIVITY);
+  try {
+    // Not retried when unknown there: a frozen guest must not wait 2 minutes for a host's upgrade.
+    return await thawOn(at.taskQueue, req.agentTimeoutSec, { nonRetryableErrorTypes: [NOT_REGISTERED] }).thawArrivedGuest.executeWithOptions(summary, [arrived]);
+  } catch (err) {
+    if (!(err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === NOT_REGISTERED)) throw err;
   }
   // An old release's thawGuest makes the same check for layer `handoff`.
   return thawOn(at.taskQueue, req.agentTimeoutSec).thawGuest.executeWithOptions(summary, [{ ...arrived, thawedBy: 'handoff' }]);

@@ -23,7 +23,7 @@ import { flattenProgressSignal } from '../../workflows/progress';
 import { connectionOptions } from '../temporal-connection';
 import { requirePreparedNamespace } from '../temporal-setup';
 import { NamespaceNotPreparedError } from '../temporal-namespace';
-import { runEndInterceptorPath, workflowCode } from './workflows-path';
+import { fleetWorkflowCode, runEndInterceptorPath, workflowCode } from './workflows-path';
 import { bulkTaskQueue } from '../model/naming';
 import { FLEET_TASK_QUEUE, workerIdentity } from '../model/fleet';
 import { FleetBeat, terminateRun } from './fleet-beat';
@@ -65,7 +65,12 @@ let runtimeInstalled = false;
 export async function createHostWorker(
   config: Config,
   log: Logger = jsonLogger({ host: config.host }),
-  opts: { workflows?: Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'>; signal?: AbortSignal } = {},
+  opts: {
+    workflows?: Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'>;
+    /** The fleet queue's (workflows/fleet.ts); bundled at start from the sources when not given. */
+    fleetWorkflows?: Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'>;
+    signal?: AbortSignal;
+  } = {},
 ): Promise<HostWorker> {
   const metrics = hostMetrics();
   const sdkMetricsPort = config.metricsPort ? config.metricsPort + 1 : 0;
@@ -172,7 +177,9 @@ export async function createHostWorker(
       identity,
     });
 
-    const fleetWorker = await Worker.create({ connection, namespace: config.temporal.namespace, taskQueue: FLEET_TASK_QUEUE, ...workflows, activities, shutdownGraceTime: '30s', identity });
+    // The same workflow types, but consistentSnapshot and restoreVm are the routers here.
+    const fleetWorkflows = opts.fleetWorkflows ?? fleetWorkflowCode();
+    const fleetWorker = await Worker.create({ connection, namespace: config.temporal.namespace, taskQueue: FLEET_TASK_QUEUE, ...fleetWorkflows, activities, shutdownGraceTime: '30s', identity });
     const beat = new FleetBeat(client, { host: config.host, taskQueue, identity, lostAfterMs: config.fleetHostLostAfterMs }, deps.libvirtReadOnly, config.fleetBeatMs, log);
     metrics.onScrape(fleetGauges(indexFleet(client, config.host), log));
 

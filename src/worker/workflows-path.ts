@@ -9,6 +9,15 @@ export function workflowsPath(): string {
 }
 
 /**
+ * Entry of the fleet queue's bundle (workflows/fleet.ts): the same workflow types, with
+ * consistentSnapshot and restoreVm as the routers that find a VM's host.
+ */
+export function fleetWorkflowsPath(): string {
+  const ts = path.resolve(__dirname, '../../workflows/fleet.ts');
+  return existsSync(ts) ? ts : path.resolve(__dirname, '../../workflows/fleet.js');
+}
+
+/**
  * The workflow interceptor module that tells the worker each snapshot run's end (a sink), bundled
  * beside the workflows: by the SDK at start from sources, by scripts/build.mjs into the prebuilt bundle.
  */
@@ -26,4 +35,11 @@ export function workflowCode(): Pick<WorkerOptions, 'workflowBundle' | 'workflow
   const prebuilt = path.resolve(__dirname, '../../workflow-bundle.js');
   if (path.extname(__filename) === '.js' && existsSync(prebuilt)) return { workflowBundle: { codePath: prebuilt } };
   return { workflowsPath: workflowsPath() };
+}
+
+/** The fleet queue's workflow code: dist/fleet-workflow-bundle.js when running the compiled build, else bundled at start. */
+export function fleetWorkflowCode(): Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> {
+  const prebuilt = path.resolve(__dirname, '../../fleet-workflow-bundle.js');
+  if (path.extname(__filename) === '.js' && existsSync(prebuilt)) return { workflowBundle: { codePath: prebuilt } };
+  return { workflowsPath: fleetWorkflowsPath() };
 }

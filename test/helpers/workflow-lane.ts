@@ -47,7 +47,7 @@ export class WorkflowLane {
       await Worker.create({ ...common, taskQueue, workflowBundle: { code: opts.workflowBundle ?? inject('workflowBundle') }, ...(opts.sinks ? { sinks: opts.sinks } : {}) }),
       await Worker.create({ ...common, taskQueue: bulkTaskQueue(taskQueue) }),
       // The fleet limits' queues run there (workflows/fleet-limit.ts), as on every host worker.
-      await Worker.create({ ...common, taskQueue: FLEET_TASK_QUEUE, workflowBundle: { code: inject('workflowBundle') } }),
+      await Worker.create({ ...common, taskQueue: FLEET_TASK_QUEUE, workflowBundle: { code: inject('fleetWorkflowBundle') } }),
     );
     lane.running = Promise.all(lane.workers.map((w) => w.run()));
     return lane;

@@ -42,7 +42,7 @@ beforeAll(async () => {
       } satisfies Partial<Activities>,
     });
   workers.push(
-    await Worker.create({ ...common, taskQueue: FLEET_TASK_QUEUE, workflowBundle: { code: inject('workflowBundle') }, activities: { fleetHosts: (async () => fleet) as unknown as Activities['fleetHosts'] } }),
+    await Worker.create({ ...common, taskQueue: FLEET_TASK_QUEUE, workflowBundle: { code: inject('fleetWorkflowBundle') }, activities: { fleetHosts: (async () => fleet) as unknown as Activities['fleetHosts'] } }),
     ...(await Promise.all(['hv-a', 'hv-b', 'hv-c'].map(hostWorker))),
   );
   running = Promise.all(workers.map((w) => w.run()));

@@ -51,7 +51,7 @@ beforeAll(async () => {
     thawArrivedGuest: async (req) => (thawCalls.push(req.domainUuid), thawed),
   };
   workers.push(
-    await Worker.create({ ...common, taskQueue: FLEET_TASK_QUEUE, workflowBundle: { code: inject('workflowBundle') }, activities: fleetActs }),
+    await Worker.create({ ...common, taskQueue: FLEET_TASK_QUEUE, workflowBundle: { code: inject('fleetWorkflowBundle') }, activities: fleetActs }),
     await Worker.create({ ...common, taskQueue: 'q-hv-b', activities: hostActs }),
   );
   running = Promise.all(workers.map((w) => w.run()));

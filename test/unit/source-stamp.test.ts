@@ -1,4 +1,4 @@
-import { cpSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -22,6 +22,7 @@ describe('source stamp', () => {
   function build(root: string): void {
     mkdirSync(path.join(root, 'dist/src/cli'), { recursive: true });
     writeFileSync(path.join(root, 'dist/src/cli/main.js'), '');
+    writeFileSync(path.join(root, 'dist/fleet-workflow-bundle.js'), '');
     writeFileSync(path.join(root, 'dist/build-stamp.json'), JSON.stringify({ stamp: sourceStamp(root) }));
   }
 
@@ -30,6 +31,13 @@ describe('source stamp', () => {
     expect(distIsFresh(root)).toBe(false);
     build(root);
     expect(distIsFresh(root)).toBe(true);
+  });
+
+  it('a build from before the fleet bundle is not fresh: the fleet worker would have none', () => {
+    const root = tree();
+    build(root);
+    rmSync(path.join(root, 'dist/fleet-workflow-bundle.js'));
+    expect(distIsFresh(root)).toBe(false);
   });
 
   it('any edit to a source, a new source file or package.json makes it stale', () => {

@@ -36,7 +36,7 @@ beforeAll(async () => {
   const common = { connection: env.nativeConnection, namespace: env.namespace ?? 'default', shutdownGraceTime: '1s' } as const;
   const fleet = ['host-new', 'host-old'].map((host) => ({ host, taskQueue: `q-${host}`, alive: true, ask: true }));
   workers.push(
-    await Worker.create({ ...common, taskQueue: FLEET_TASK_QUEUE, workflowBundle: { code: inject('workflowBundle') }, activities: { fleetHosts: async () => fleet, placementCandidates: async () => ({ hosts: fleet, silent: [] }) } }),
+    await Worker.create({ ...common, taskQueue: FLEET_TASK_QUEUE, workflowBundle: { code: inject('fleetWorkflowBundle') }, activities: { fleetHosts: async () => fleet, placementCandidates: async () => ({ hosts: fleet, silent: [] }) } }),
     await Worker.create({ ...common, taskQueue: 'q-host-new', activities: hostActivities('host-new', true) }),
     await Worker.create({ ...common, taskQueue: 'q-host-old', activities: hostActivities('host-old', false) }),
   );

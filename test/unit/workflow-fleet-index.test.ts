@@ -29,7 +29,7 @@ beforeAll(async () => {
   env = await TestWorkflowEnvironment.createLocal({
     server: { executable: { type: 'existing-path', path: temporalBinary() }, searchAttributes: Object.values(SA) },
   });
-  worker = await Worker.create({ connection: env.nativeConnection, namespace: env.namespace ?? 'default', taskQueue: FLEET_TASK_QUEUE, workflowBundle: { code: inject('workflowBundle') }, shutdownGraceTime: '1s' });
+  worker = await Worker.create({ connection: env.nativeConnection, namespace: env.namespace ?? 'default', taskQueue: FLEET_TASK_QUEUE, workflowBundle: { code: inject('fleetWorkflowBundle') }, shutdownGraceTime: '1s' });
   running = worker.run();
 }, 120_000);
 

@@ -16,13 +16,22 @@ describe('workflow determinism', () => {
     expect(files.length).toBeGreaterThan(0);
   });
 
-  it('replays every recorded history', async () => {
-    const code = inject('workflowBundle');
-    const histories = files.map((f) => ({ workflowId: f.workflowId, history: historyFromJSON(JSON.parse(readFileSync(f.file, 'utf8'))) }));
-    const fileOf = new Map(files.map((f) => [f.workflowId, f.id]));
+  // Each against the bundle of the queue it ran on: a host's, or the fleet queue's (the routers).
+  it.each(['host', 'fleet'] as const)('replays every recorded history of a %s queue', async (bundle) => {
+    const code = inject(bundle === 'fleet' ? 'fleetWorkflowBundle' : 'workflowBundle');
+    const mine = files.filter((f) => f.bundle === bundle);
+    const histories = mine.map((f) => ({ workflowId: f.workflowId, history: historyFromJSON(JSON.parse(readFileSync(f.file, 'utf8'))) }));
+    const fileOf = new Map(mine.map((f) => [f.workflowId, f.id]));
     const results = Worker.runReplayHistories({ workflowBundle: { code }, replayName: 'vmsnap' }, histories);
+    let replayed = 0;
     for await (const r of results) {
+      replayed++;
       expect(r.error, `${fileOf.get(r.workflowId)} (${r.workflowId}): ${String(r.error)}`).toBeUndefined();
     }
+    expect(replayed).toBe(mine.length);
   }, 120_000);
+
+  it('has a router history among them (the default path of `vmsnap snapshot`)', () => {
+    expect(files.filter((f) => f.bundle === 'fleet').map((f) => f.id)).toContainEqual(expect.stringMatching(/router$/));
+  });
 });
