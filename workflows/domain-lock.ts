@@ -123,8 +123,9 @@ export async function acquireDomainLock(domain: { name: string; uuid: string }, 
       // Temporal 1.5.1's dev server): the lock still names this workflow id as its holder. Only
       // one run of an id runs at a time, so that holder is gone: take the lock back.
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-      if (isResetRun()) {
-        deprecatePatch('vmsnap-lock-takeover'); // docs/versioning.md: no kept history predates it
+      // patched(), never deprecated: a Reset run replays the events its replaced run wrote, where
+      // this branch was not taken (that run waited on a busy lock), and only patched() can say so.
+      if (isResetRun() && patched('vmsnap-lock-takeover')) {
         handle = await takeOver(lockId, holder.workflowId, start, err);
       } else if (patched(HOLDER_CHECK)) {
         // Held by another workflow id: by a live run (busy), or by one a Reset replaced whose new

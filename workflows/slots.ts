@@ -1,5 +1,5 @@
 import { ApplicationFailure, WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/common';
-import { CancellationScope, ParentClosePolicy, deprecatePatch, getExternalWorkflowHandle, patched, sleep, startChild } from '@temporalio/workflow';
+import { CancellationScope, ParentClosePolicy, getExternalWorkflowHandle, patched, sleep, startChild } from '@temporalio/workflow';
 import { FailureType } from '../src/model/failures';
 import { slotWorkflowId } from '../src/model/naming';
 import { answerHolderProbes, checkHolder, domainLock, HOLDER_CHECK, isResetRun, releaseLock, releaseLockFor } from './domain-lock';
@@ -28,9 +28,9 @@ export async function acquireSlot(
   const first = [...holder.workflowId].reduce((a, c) => (a * 31 + c.charCodeAt(0)) >>> 0, 7) % n;
   // A Reset leaves the replaced run's children running (see domain-lock.ts), its slots included,
   // and a slot it held names this workflow id: only one run of an id runs at a time, so free them.
-  // (patched: the part of a reset run's history that the replaced run wrote replays without it.)
-  if (isResetRun()) {
-    deprecatePatch('vmsnap-slot-release-after-reset');
+  // (patched, never deprecated: the part of a reset run's history that the replaced run wrote
+  // replays without it, and only patched() can tell that part from the new one.)
+  if (isResetRun() && patched('vmsnap-slot-release-after-reset')) {
     for (let k = 0; k < n; k++) {
       await getExternalWorkflowHandle(slotWorkflowId(kind, scope, k)).signal(releaseLockFor, { workflowId: holder.workflowId }).catch(() => undefined);
     }
