@@ -1,6 +1,7 @@
-import { ApplicationFailure, TemporalFailure } from '@temporalio/common';
+import { ApplicationFailure } from '@temporalio/common';
 import { ParentClosePolicy, WorkflowIdReusePolicy, condition, deprecatePatch, executeChild, isCancellation, log, patched, startChild, uuid4, workflowInfo } from '@temporalio/workflow';
-import { FailureType, saysFreezeNotSent } from '../src/model/failures';
+import { FailureType } from '../src/model/failures';
+import { failureType, freezeNotSent, messageOf } from './failure-of';
 import type { SnapshotInput } from '../src/model/input';
 import { judgeFreeze } from '../src/model/quiesce-truth';
 import { FLEET_TASK_QUEUE } from '../src/model/fleet';
@@ -248,29 +249,4 @@ function asQuiesceFailure(err: unknown): ApplicationFailure {
     return ApplicationFailure.nonRetryable(`quiesce required but ${messageOf(err)}`, FailureType.QuiesceUnavailable);
   }
   return ApplicationFailure.nonRetryable(`quiesce required but the freeze failed: ${messageOf(err)}`, FailureType.FreezeFailed);
-}
-
-export function failureType(err: unknown): string | undefined {
-  let e: unknown = err;
-  while (e instanceof TemporalFailure) {
-    if (e instanceof ApplicationFailure) return e.type ?? undefined;
-    e = e.cause;
-  }
-  return undefined;
-}
-
-/** The freeze step marked its failure FREEZE_NOT_SENT (activities/freeze.ts). */
-function freezeNotSent(err: unknown): boolean {
-  let e: unknown = err;
-  while (e instanceof TemporalFailure) {
-    if (e instanceof ApplicationFailure) return saysFreezeNotSent(e.details);
-    e = e.cause;
-  }
-  return false;
-}
-
-export function messageOf(err: unknown): string {
-  let e: unknown = err;
-  while (e instanceof TemporalFailure && e.cause) e = e.cause;
-  return e instanceof Error ? e.message : String(e);
 }

@@ -1,7 +1,7 @@
 import { CancellationScope, log } from '@temporalio/workflow';
 import { ApplicationFailure } from '@temporalio/common';
 import { FailureType } from '../src/model/failures';
-import { failureType, messageOf } from './capture';
+import { failureType, messageOf } from './failure-of';
 
 type Step = { name: string; run: () => Promise<void> };
 

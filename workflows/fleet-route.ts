@@ -6,7 +6,7 @@ import type { Placement, Relocation } from '../src/model/fleet';
 import type { SnapshotInput, SnapshotRequest } from '../src/model/input';
 import { SA } from '../src/model/search-attributes';
 import type { SnapshotResult } from '../src/model/types';
-import { failureType, messageOf } from './capture';
+import { failureType, messageOf } from './failure-of';
 import { unwrapChild } from './child-failure';
 import { fleetOps, locate, lookUntilSure } from './locate';
 import { Progress } from './progress';

@@ -2,7 +2,7 @@ import { isCancellation, log } from '@temporalio/workflow';
 import type { SnapshotInput } from '../src/model/input';
 import type { SnapshotPlan, SnapshotResult } from '../src/model/types';
 import { retention } from './activity-profiles';
-import { messageOf } from './capture';
+import { messageOf } from './failure-of';
 import type { Progress } from './progress';
 
 /**

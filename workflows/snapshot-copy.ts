@@ -5,7 +5,8 @@ import { quiesceRecord, snapshotResult, windowSteps } from '../src/model/snapsho
 import type { Capture, CopiedDisk } from '../src/model/snapshot-result';
 import type { DiskPlan, FleetLimits, InspectResult, SnapshotPlan, SnapshotResult } from '../src/model/types';
 import { cleanup, flattening, imageOps, prepareLocal } from './activity-profiles';
-import { captureDisks, failureType } from './capture';
+import { captureDisks } from './capture';
+import { failureType } from './failure-of';
 import { Compensations } from './compensations';
 import { takeTurns } from './limits';
 import type { TurnWanted } from './limits';

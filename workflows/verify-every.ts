@@ -3,7 +3,7 @@ import { FLEET_TASK_QUEUE } from '../src/model/fleet';
 import type { SnapshotInput } from '../src/model/input';
 import type { SnapshotResult } from '../src/model/types';
 import type { VerifyRequest, VerifyResult } from '../src/model/verification';
-import { messageOf } from './capture';
+import { messageOf } from './failure-of';
 import { unwrapChild } from './child-failure';
 import type { Progress } from './progress';
 import { catalogOps } from './verify';

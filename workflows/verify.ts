@@ -9,7 +9,7 @@ import type { RestoreResult } from '../src/model/restore-point';
 import { SA } from '../src/model/search-attributes';
 import { copyName, isVerdictFailure, parseVerifyInput } from '../src/model/verification';
 import type { Verification, VerifyRequest, VerifyResult } from '../src/model/verification';
-import { failureType, messageOf } from './capture';
+import { failureType, messageOf } from './failure-of';
 import { unwrapChild } from './child-failure';
 import { Progress } from './progress';
 import { timed } from './timed';
