@@ -153,8 +153,13 @@ export class WorkerProcess {
     clearTimeout(timer);
   }
 
-  /** Waits until the worker reaches a fault point (its marker file appears). */
-  async reached(point: string, timeoutMs = 60_000): Promise<number> {
+  /**
+   * Waits until the worker reaches a fault point (its marker file appears). Two minutes: a run's
+   * turn of a fleet limit can wait up to one long poll (60 s) when its queue's task was backlogged
+   * while no worker polled the fleet queue (CI, 2026-12-06: the demo's one-shot worker left the
+   * cluster's queue mid-task; the next worker got it 59 s after it started polling).
+   */
+  async reached(point: string, timeoutMs = 120_000): Promise<number> {
     const file = path.join(this.faultDir, point.replace(':', '_'));
     const until = Date.now() + timeoutMs;
     while (Date.now() < until) {
