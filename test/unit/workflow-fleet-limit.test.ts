@@ -137,7 +137,9 @@ describe('fleet limits', () => {
           return out;
         })
         .script('snapshotDisks', async (_req, real) => {
-          await sleep(150);
+          // Long enough that two windows overlap even when a loaded machine hands out the turns
+          // slowly (CI, 2026-12-06: with 150 ms no two windows met, and `most` was 1).
+          await sleep(1000);
           return real();
         })
         .script('thawGuest', async (_req, real) => {
