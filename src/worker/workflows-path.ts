@@ -2,10 +2,15 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { WorkerOptions } from '@temporalio/worker';
 
-/** Entry of the workflow bundle, whether we run from sources (tsx, vitest) or compiled output. */
+/** A module of ours by its path from here without extension: its source under tsx/vitest, its compiled .js in dist/. */
+function ownModule(relative: string): string {
+  const ts = path.resolve(__dirname, `${relative}.ts`);
+  return existsSync(ts) ? ts : path.resolve(__dirname, `${relative}.js`);
+}
+
+/** Entry of a host queue's workflow bundle, whether we run from sources (tsx, vitest) or compiled output. */
 export function workflowsPath(): string {
-  const ts = path.resolve(__dirname, '../../workflows/index.ts');
-  return existsSync(ts) ? ts : path.resolve(__dirname, '../../workflows/index.js');
+  return ownModule('../../workflows/index');
 }
 
 /**
@@ -13,8 +18,7 @@ export function workflowsPath(): string {
  * consistentSnapshot and restoreVm as the routers that find a VM's host.
  */
 export function fleetWorkflowsPath(): string {
-  const ts = path.resolve(__dirname, '../../workflows/fleet.ts');
-  return existsSync(ts) ? ts : path.resolve(__dirname, '../../workflows/fleet.js');
+  return ownModule('../../workflows/fleet');
 }
 
 /**
@@ -22,24 +26,27 @@ export function fleetWorkflowsPath(): string {
  * beside the workflows: by the SDK at start from sources, by scripts/build.mjs into the prebuilt bundle.
  */
 export function runEndInterceptorPath(): string {
-  const ts = path.resolve(__dirname, '../model/run-end-interceptor.ts');
-  return existsSync(ts) ? ts : path.resolve(__dirname, '../model/run-end-interceptor.js');
+  return ownModule('../model/run-end-interceptor');
 }
 
 /**
- * The compiled build ships dist/workflow-bundle.js, bundled by `npm run build` from the same
- * sources (bin/vmsnap.js runs dist/ only when its stamp matches). Loading it keeps webpack out of
- * the worker process: ~140 MiB less RSS. From sources the SDK bundles at start, as before.
+ * The compiled build ships the bundles in dist/ (`workflow-bundle.js`, `fleet-workflow-bundle.js`),
+ * bundled by `npm run build` from the same sources (bin/vmsnap.js runs dist/ only when its stamp
+ * matches). Loading them keeps webpack out of the worker process: ~140 MiB less RSS. From sources
+ * the SDK bundles at start, as before.
  */
-export function workflowCode(): Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> {
-  const prebuilt = path.resolve(__dirname, '../../workflow-bundle.js');
+function prebuiltOrSource(bundle: string, entry: () => string): Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> {
+  const prebuilt = path.resolve(__dirname, '../..', bundle);
   if (path.extname(__filename) === '.js' && existsSync(prebuilt)) return { workflowBundle: { codePath: prebuilt } };
-  return { workflowsPath: workflowsPath() };
+  return { workflowsPath: entry() };
 }
 
-/** The fleet queue's workflow code: dist/fleet-workflow-bundle.js when running the compiled build, else bundled at start. */
+/** A host queue's workflow code. */
+export function workflowCode(): Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> {
+  return prebuiltOrSource('workflow-bundle.js', workflowsPath);
+}
+
+/** The fleet queue's workflow code. */
 export function fleetWorkflowCode(): Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> {
-  const prebuilt = path.resolve(__dirname, '../../fleet-workflow-bundle.js');
-  if (path.extname(__filename) === '.js' && existsSync(prebuilt)) return { workflowBundle: { codePath: prebuilt } };
-  return { workflowsPath: fleetWorkflowsPath() };
+  return prebuiltOrSource('fleet-workflow-bundle.js', fleetWorkflowsPath);
 }
