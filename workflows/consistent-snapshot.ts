@@ -1,5 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { deprecatePatch, upsertSearchAttributes } from '@temporalio/workflow';
+import { parseSnapshotInput } from '../src/model/input';
 import type { SnapshotRequest } from '../src/model/input';
 import { planSnapshot } from '../src/model/plan';
 import { reusedQuiesce } from '../src/model/quiesce-record';
@@ -10,7 +11,8 @@ import type { InspectResult, SnapshotPlan, SnapshotResult } from '../src/model/t
 import { cleanup, inspection } from './activity-profiles';
 import { acquireDomainLock } from './domain-lock';
 import { applyRetentionPolicy } from './retention';
-import { runContext, snapshotInputOf } from './run-context';
+import { checkedInput } from './checked-input';
+import { runContext } from './run-context';
 import type { RunContext } from './run-context';
 import { removeImages, snapshotAndCopy } from './snapshot-copy';
 import { timed } from './timed';
@@ -25,7 +27,7 @@ import { verifyIfDue } from './verify-every';
  * the run's name id, so re-running an id finishes or reuses earlier work.
  */
 export async function consistentSnapshot(request: SnapshotRequest): Promise<SnapshotResult> {
-  const ctx = runContext(snapshotInputOf(request));
+  const ctx = runContext(checkedInput(parseSnapshotInput(request)));
   const { input, steps, progress } = ctx;
 
   progress.phase('inspect');

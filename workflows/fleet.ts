@@ -4,9 +4,11 @@ import type { RestoreRequest } from '../src/model/restore-input';
 import type { RestoreResult } from '../src/model/restore-point';
 import type { SnapshotResult } from '../src/model/types';
 import { routeSnapshot } from './fleet-route';
-import { restoreHere, restoreInputOf } from './restore-vm';
+import { parseSnapshotInput } from '../src/model/input';
+import { parseRestoreInput } from '../src/model/restore-input';
+import { checkedInput } from './checked-input';
+import { restoreHere } from './restore-vm';
 import { routeRestore } from './restore-route';
-import { snapshotInputOf } from './run-context';
 
 /*
  * The fleet queue's workflows (`vmsnap`, FLEET_TASK_QUEUE): what every host's fleet worker runs,
@@ -20,12 +22,12 @@ export * from './index';
 
 /** A snapshot run by VM name: located, then run as a child on its host (workflows/fleet-route.ts). */
 export async function consistentSnapshot(request: SnapshotRequest): Promise<SnapshotResult> {
-  return routeSnapshot(snapshotInputOf(request), request);
+  return routeSnapshot(checkedInput(parseSnapshotInput(request)), request);
 }
 
 /** A restore by VM name: its image set chosen and its VM found, then run on that host (workflows/restore-route.ts). */
 export async function restoreVm(request: RestoreRequest): Promise<RestoreResult> {
-  const input = restoreInputOf(request);
+  const input = checkedInput(parseRestoreInput(request));
   if (patched(ROUTED)) return routeRestore(input);
   // Histories from before the router: the restore ran on the fleet queue's worker itself.
   return restoreHere(input);

@@ -6,6 +6,7 @@ import type { RestoreInput, RestoreRequest } from '../src/model/restore-input';
 import { rbdSpec } from '../src/model/restore-plan';
 import type { RestoreDiskPlan, RestorePlan, RestoreResult } from '../src/model/restore-point';
 import { SA } from '../src/model/search-attributes';
+import { checkedInput } from './checked-input';
 import { Compensations } from './compensations';
 import { acquireDomainLock } from './domain-lock';
 import type { HeldLock } from './domain-lock';
@@ -23,14 +24,7 @@ import { timed } from './timed';
  * Every name derives from the workflow id, so re-running an id reuses or finishes earlier work.
  */
 export async function restoreVm(request: RestoreRequest): Promise<RestoreResult> {
-  return restoreHere(restoreInputOf(request));
-}
-
-/** The request, checked before anything happens: a typed, non-retryable failure otherwise. */
-export function restoreInputOf(request: RestoreRequest): RestoreInput {
-  const parsed = parseRestoreInput(request);
-  if (!parsed.ok) throw ApplicationFailure.nonRetryable(`invalid input: ${parsed.message}`, FailureType.InvalidInput);
-  return parsed.input;
+  return restoreHere(checkedInput(parseRestoreInput(request)));
 }
 
 /**

@@ -1,8 +1,5 @@
-import { ApplicationFailure } from '@temporalio/common';
 import { workflowInfo } from '@temporalio/workflow';
-import { FailureType } from '../src/model/failures';
-import { parseSnapshotInput } from '../src/model/input';
-import type { SnapshotInput, SnapshotRequest } from '../src/model/input';
+import type { SnapshotInput } from '../src/model/input';
 import { nameIdOf } from './name-id';
 import { Progress } from './progress';
 
@@ -24,13 +21,6 @@ export interface RunContext {
   input: SnapshotInput;
   steps: Record<string, number>;
   progress: Progress;
-}
-
-/** The request, checked before anything happens: a typed, non-retryable failure otherwise. */
-export function snapshotInputOf(request: SnapshotRequest): SnapshotInput {
-  const parsed = parseSnapshotInput(request);
-  if (!parsed.ok) throw ApplicationFailure.nonRetryable(`invalid input: ${parsed.message}`, FailureType.InvalidInput);
-  return parsed.input;
 }
 
 export function runContext(input: SnapshotInput): RunContext {

@@ -9,6 +9,7 @@ import type { RestoreResult } from '../src/model/restore-point';
 import { SA } from '../src/model/search-attributes';
 import { copyName, isVerdictFailure, parseVerifyInput } from '../src/model/verification';
 import type { Verification, VerifyRequest, VerifyResult } from '../src/model/verification';
+import { checkedInput } from './checked-input';
 import { failureType, messageOf } from './failure-of';
 import { unwrapChild } from './child-failure';
 import { Progress } from './progress';
@@ -29,9 +30,7 @@ export const catalogOps = () =>
  * bad input or a failed clean-up fail the run.
  */
 export async function verifySnapshot(request: VerifyRequest): Promise<VerifyResult> {
-  const parsed = parseVerifyInput(request);
-  if (!parsed.ok) throw ApplicationFailure.nonRetryable(`invalid input: ${parsed.message}`, FailureType.InvalidInput);
-  const input = parsed.input;
+  const input = checkedInput(parseVerifyInput(request));
   const { workflowId, runId } = workflowInfo();
   const steps: Record<string, number> = {};
   const progress = new Progress(input.domain);
