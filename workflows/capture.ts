@@ -10,6 +10,7 @@ import type { FreezeResult, SnapshotDisksResult, SnapshotPlan, ThawResult } from
 import { cleanup, freezeWindow, prepareLocal, thawEscalated, thawLocal } from './activity-profiles';
 import type { Compensations } from './compensations';
 import type { Progress } from './progress';
+import type { RunContext } from './run-context';
 import { thawWherever } from './thaw-wherever';
 import { handOffFreeze } from './hand-off';
 import type { HandOffResult } from './hand-off';
@@ -18,10 +19,11 @@ import type { HandOffResult } from './hand-off';
  * freeze → snapshot every disk → thaw, with the thaw compensation registered before the freeze
  * is attempted and the snapshot cleanup registered before the snapshot.
  */
-export async function captureDisks(plan: SnapshotPlan, input: SnapshotInput, saga: Compensations, progress: Progress): Promise<Capture> {
-  const { workflowId: ownId, runId } = workflowInfo();
-  // Snapshot names and owner records follow the run's name id (the router's, for a routed run).
-  const workflowId = input.routedBy ?? ownId;
+export async function captureDisks(ctx: RunContext, plan: SnapshotPlan, saga: Compensations): Promise<Capture> {
+  const { input, progress } = ctx;
+  // Snapshot names and owner records follow the run's name id (the router's, for a routed run);
+  // the freeze's owner is this execution.
+  const { nameId: workflowId, workflowId: ownId, runId } = ctx.id;
   const window = freezeWindow(input);
   const owner = `${ownId}/${runId}`;
   const dom: Dom = { domainUuid: plan.domain.uuid, domainName: plan.domain.name, agentTimeoutSec: input.agentTimeoutSec, owner };

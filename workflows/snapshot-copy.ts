@@ -38,7 +38,7 @@ export async function snapshotAndCopy(ctx: RunContext, plan: SnapshotPlan, found
           { workflowId: id.workflowId, runId: id.runId, domainUuid: plan.domain.uuid, domainName: plan.domain.name, agentTimeoutSec: input.agentTimeoutSec },
         ]);
       }
-      capture = await captureDisks(plan, input, saga, progress);
+      capture = await captureDisks(ctx, plan, saga);
     } finally {
       for (const s of slots.reverse()) await s.release();
     }
