@@ -233,7 +233,7 @@ async function measure(mode: Mode, n: number, code: Bundles): Promise<Row> {
     const times: number[] = [];
     const locates: number[] = [];
     const taskWaits: number[] = [];
-    let last: { router: temporal.api.history.v1.IHistoryEvent[]; child: number } | undefined;
+    let last: { router: temporal.api.history.v1.IHistoryEvent[]; child: temporal.api.history.v1.IHistoryEvent[] } | undefined;
     for (let r = 0; r <= RUNS; r++) {
       const id = `fleet-scale-${mode}-${n}-${r}`;
       const s = Date.now();
@@ -248,14 +248,13 @@ async function measure(mode: Mode, n: number, code: Bundles): Promise<Row> {
         const scheduled = e.workflowTaskStartedEventAttributes ? router.find((x) => Number(x.eventId) === Number(e.workflowTaskStartedEventAttributes!.scheduledEventId)) : undefined;
         if (scheduled) taskWaits.push(at(e) - at(scheduled));
       }
-      last = { router, child: child.length };
+      last = { router, child };
     }
     const dt = (Date.now() - t0) / 1000;
     const l1 = (await runIdOf()) === r0 ? await len() : l0 + (await len()); // one continue-as-new at most in the window
     const isAction = (e: temporal.api.history.v1.IHistoryEvent) =>
       !!(e.activityTaskScheduledEventAttributes || e.timerStartedEventAttributes || e.startChildWorkflowExecutionInitiatedEventAttributes || e.workflowExecutionSignaledEventAttributes || e.upsertWorkflowSearchAttributesEventAttributes || e.workflowExecutionStartedEventAttributes || e.signalExternalWorkflowExecutionInitiatedEventAttributes);
-    const router = last!.router;
-    const childHist = (await client.workflow.getHandle(`fleet-scale-${mode}-${n}-${RUNS}.on.sim-0`).fetchHistory()).events ?? [];
+    const { router, child: childHist } = last!;
     // What one host-watch tick stores in the router's history: the activity's result.
     const now = Date.now();
     const tick = mode === 'index' ? await fleetActs.fleetHost({ host: 'sim-0' }) : (await deps.fleet!.hosts()).map((h) => judge(h, now));
@@ -263,7 +262,7 @@ async function measure(mode: Mode, n: number, code: Bundles): Promise<Row> {
       mode,
       hosts: n,
       routerEvents: router.length,
-      childEvents: last!.child,
+      childEvents: childHist.length,
       routerActivities: router.filter((e) => e.activityTaskScheduledEventAttributes).length,
       actions: router.filter(isAction).length + childHist.filter(isAction).length,
       hotEventsPerSec: (l1 - l0) / dt,
