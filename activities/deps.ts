@@ -3,7 +3,7 @@ import type { IoCtx, OmapCliOptions, RadosCluster, SnapshotterPool } from '../sr
 import type { RunScope } from '../src/model/identity';
 import type { FleetHost } from '../src/model/fleet';
 import type { FleetLimits } from '../src/model/types';
-import type { FreezeGuard } from '../src/host/freeze-guard';
+import type { FreezeGuard } from '../src/safety/freeze-guard';
 import type { Metrics } from '../src/host/metrics';
 import type { Logger } from '../src/worker/logger';
 import type { RestoreKey } from '../src/host/restore-key';

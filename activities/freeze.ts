@@ -3,12 +3,12 @@ import { isFrozenState, readAgentResponseTimeout } from '../src/libvirt';
 import type { DomainRef, LibvirtClient } from '../src/libvirt';
 import { monoMs, nowMs } from '../src/host/clock';
 import { faultPoint } from '../src/host/fault-points';
-import { restoreAgentTimeout } from '../src/host/agent-timeout-restore';
-import { thawAndConfirm } from '../src/host/thaw-confirm';
+import { restoreAgentTimeout } from '../src/safety/agent-timeout-restore';
+import { thawAndConfirm } from '../src/safety/thaw-confirm';
 import { FailureType, FREEZE_NOT_SENT } from '../src/model/failures';
 import type { FreezeRequest, FreezeResult } from '../src/model/types';
 import { dueAt } from '../src/model/freeze-obligation';
-import { arrivalsVia, honourArrivals } from '../src/host/arrivals';
+import { arrivalsVia, honourArrivals } from '../src/safety/arrivals';
 import type { ActivityDeps } from './deps';
 import { isCancellation, StepError } from './step-error';
 

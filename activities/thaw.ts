@@ -1,9 +1,9 @@
 import { activityInfo } from '@temporalio/activity';
 import { monoMs, nowMs } from '../src/host/clock';
-import { restoreAgentTimeout } from '../src/host/agent-timeout-restore';
-import { thawAndConfirm } from '../src/host/thaw-confirm';
-import { isOverdue } from '../src/host/freeze-journal';
-import type { ThawOutcome } from '../src/host/thaw-confirm';
+import { restoreAgentTimeout } from '../src/safety/agent-timeout-restore';
+import { thawAndConfirm } from '../src/safety/thaw-confirm';
+import { isOverdue } from '../src/safety/freeze-journal';
+import type { ThawOutcome } from '../src/safety/thaw-confirm';
 import { FailureType } from '../src/model/failures';
 import type { ThawRequest, ThawResult } from '../src/model/types';
 import type { ActivityDeps } from './deps';

@@ -12,7 +12,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { FreezeGuard } from '../src/host/freeze-guard';
+import { FreezeGuard } from '../src/safety/freeze-guard';
 import { nowMs, sleep } from './clock';
 import type { Contender } from './contender';
 import { floorContender } from './contender-floor';

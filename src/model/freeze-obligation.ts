@@ -1,7 +1,7 @@
 /**
  * A freeze is an obligation: from the moment vmsnap asks a guest agent to freeze until a thaw is
  * proven where the guest runs, some durable record says "vmsnap owes this guest a thaw". The
- * host journal (src/host/freeze-journal.ts) is that record for the freezing host only; this is the
+ * host journal (src/safety/freeze-journal.ts) is that record for the freezing host only; this is the
  * one every hypervisor of the cluster can read, kept in Ceph beside the owner records, so that the
  * host a frozen guest migrates to can honour it without the source host and without Temporal.
  *

@@ -6,7 +6,7 @@ import type { IoCtx } from '../ceph';
 import type { ActivityDeps } from '../../activities';
 import { readOnlyLibvirtUri } from '../config';
 import type { Config } from '../config';
-import { freezeGuardFor } from '../host/guard-for';
+import { freezeGuardFor } from '../safety/guard-for';
 import { Metrics } from '../host/metrics';
 import { jsonLogger } from './logger';
 import { SessionFence } from './fencing';

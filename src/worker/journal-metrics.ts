@@ -1,4 +1,4 @@
-import type { FreezeJournal, JournalEntry } from '../host/freeze-journal';
+import type { FreezeJournal, JournalEntry } from '../safety/freeze-journal';
 import type { ScrapeSource } from '../host/metrics';
 import type { Logger } from './logger';
 

@@ -7,16 +7,16 @@ import { hostTaskQueue } from '../config';
 import type { Config } from '../config';
 import { hostMetrics } from '../host/metrics';
 import type { Metrics } from '../host/metrics';
-import { FreezeJournal } from '../host/freeze-journal';
+import { FreezeJournal } from '../safety/freeze-journal';
 import { releaseFreedMemory } from '../ceph';
 import { createHostDeps } from './host-deps';
 import type { HostDeps } from './host-deps';
 import { jsonLogger, sdkLogFunction } from './logger';
 import type { Logger } from './logger';
-import { reconcile } from './reconcile';
+import { reconcile } from '../safety/reconcile';
 import { lockStateDir } from '../host/state-dir-lock';
 import { untilConnected } from './until-connected';
-import { Sweeper } from './sweeper';
+import { Sweeper } from '../safety/sweeper';
 import { OrphanReaper } from './orphan-reaper';
 import { resolveScope } from './scope';
 import { flattenProgressSignal } from '../../workflows/progress';
@@ -32,7 +32,7 @@ import { fleetGauges, indexFleet } from './fleet-metrics';
 import { metricsEndpoint, metricsUrl as urlOf, serveMetrics } from './metrics-endpoint';
 import { journalGauges } from './journal-metrics';
 import { runSinks } from './run-sinks';
-import { handOffVia } from './handoff';
+import { handOffVia } from '../safety/hand-off';
 
 export interface HostWorker {
   worker: Worker;

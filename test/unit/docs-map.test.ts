@@ -17,7 +17,7 @@ function mapFiles(): string[] {
   const docs = readdirSync(path.join(ROOT, 'docs'))
     .filter((f) => f.endsWith('.md'))
     .map((f) => `docs/${f}`);
-  return ['README.md', ...docs.sort(), 'bench/README.md'];
+  return ['README.md', ...docs.sort(), 'bench/README.md', 'src/safety/README.md'];
 }
 
 /** The markdown outside fenced code blocks (a fence's lines become empty, so line numbers hold). */

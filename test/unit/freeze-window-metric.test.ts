@@ -6,14 +6,14 @@ import { freezeGuest } from '../../activities/freeze';
 import { thawGuest } from '../../activities/thaw';
 import type { ActivityDeps } from '../../activities/deps';
 import { bootId, monoMs } from '../../src/host/clock';
-import { FreezeJournal } from '../../src/host/freeze-journal';
-import type { JournalEntry } from '../../src/host/freeze-journal';
+import { FreezeJournal } from '../../src/safety/freeze-journal';
+import type { JournalEntry } from '../../src/safety/freeze-journal';
 import { Metrics, hostMetrics } from '../../src/host/metrics';
-import type { FreezeGuard } from '../../src/host/freeze-guard';
+import type { FreezeGuard } from '../../src/safety/freeze-guard';
 import { LibvirtError } from '../../src/libvirt';
 import type { LibvirtClient } from '../../src/libvirt';
 import { journalGauges } from '../../src/worker/journal-metrics';
-import { thawJournaled } from '../../src/worker/reconcile';
+import { thawJournaled } from '../../src/safety/reconcile';
 import { jsonLogger } from '../../src/worker/logger';
 import { sample } from '../helpers/exposition';
 

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { createActivities } from '../../activities';
 import { thawArrivedGuest, thawGuest } from '../../activities/thaw';
 import type { ActivityDeps } from '../../activities/deps';
-import type { JournalEntry } from '../../src/host/freeze-journal';
+import type { JournalEntry } from '../../src/safety/freeze-journal';
 import { Metrics } from '../../src/host/metrics';
 import { FailureType } from '../../src/model/failures';
 import { bootId, monoMs } from '../../src/host/clock';

@@ -5,15 +5,15 @@ import { describe, expect, it } from 'vitest';
 import { LibvirtConnectionError, LibvirtError } from '../../src/libvirt';
 import type { LibvirtClient } from '../../src/libvirt';
 import { bootId, monoMs } from '../../src/host/clock';
-import { FreezeGuard } from '../../src/host/freeze-guard';
-import { FreezeJournal, firedMarkerPath, isOverdue, parseEntry } from '../../src/host/freeze-journal';
-import type { JournalEntry } from '../../src/host/freeze-journal';
+import { FreezeGuard } from '../../src/safety/freeze-guard';
+import { FreezeJournal, firedMarkerPath, isOverdue, parseEntry } from '../../src/safety/freeze-journal';
+import type { JournalEntry } from '../../src/safety/freeze-journal';
 import { lockStateDir, StateDirLockedError } from '../../src/host/state-dir-lock';
-import { thawAndConfirm, ThawNotConfirmedError } from '../../src/host/thaw-confirm';
+import { thawAndConfirm, ThawNotConfirmedError } from '../../src/safety/thaw-confirm';
 import { Metrics } from '../../src/host/metrics';
 import { judgeFreeze } from '../../src/model/quiesce-truth';
-import { reconcile } from '../../src/worker/reconcile';
-import { Sweeper } from '../../src/worker/sweeper';
+import { reconcile } from '../../src/safety/reconcile';
+import { Sweeper } from '../../src/safety/sweeper';
 import { jsonLogger } from '../../src/worker/logger';
 
 /*

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { honourArrivals } from '../../host/arrivals';
-import { freezeGuardFor } from '../../host/guard-for';
+import { honourArrivals } from '../../safety/arrivals';
+import { freezeGuardFor } from '../../safety/guard-for';
 import { isNoDomain, LibvirtClient } from '../../libvirt';
 import { DOMAIN_UUID } from '../../model/input';
 import { COMMON_HELP, configFrom, parseSingle } from '../common-flags';

@@ -1,7 +1,7 @@
 import { connectLibvirt } from '../libvirt-session';
-import { freezeGuardFor } from '../../host/guard-for';
-import { restoreAgentTimeout } from '../../host/agent-timeout-restore';
-import { thawAndConfirm } from '../../host/thaw-confirm';
+import { freezeGuardFor } from '../../safety/guard-for';
+import { restoreAgentTimeout } from '../../safety/agent-timeout-restore';
+import { thawAndConfirm } from '../../safety/thaw-confirm';
 import { DOMAIN_NAME, DOMAIN_UUID } from '../../model/input';
 import { COMMON_HELP, configFrom, parseSingle } from '../common-flags';
 import { CliError, Exit } from '../exit-codes';

@@ -2,7 +2,7 @@ import { LibvirtClient, isAuthRefused, parseDomainXml } from '../../libvirt';
 import type { DomainRef } from '../../libvirt';
 import { readOnlyLibvirtUri } from '../../config';
 import type { Config } from '../../config';
-import { FreezeGuard } from '../../host/freeze-guard';
+import { FreezeGuard } from '../../safety/freeze-guard';
 import { fail, messageOf, ok, refused, warn, within } from './check';
 import type { CheckResult } from './check';
 

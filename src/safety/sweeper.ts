@@ -1,11 +1,11 @@
 import type { LibvirtClient } from '../libvirt';
-import type { FreezeGuard } from '../host/freeze-guard';
-import { isOverdue } from '../host/freeze-journal';
+import type { FreezeGuard } from './freeze-guard';
+import { isOverdue } from './freeze-journal';
 import type { Metrics } from '../host/metrics';
-import type { Logger } from './logger';
-import { Periodic } from './periodic';
+import type { Logger } from '../worker/logger';
+import { Periodic } from '../worker/periodic';
 import { thawJournaled } from './reconcile';
-import { arrivalsVia, honourArrivals } from '../host/arrivals';
+import { arrivalsVia, honourArrivals } from './arrivals';
 import type { HandOff } from './reconcile';
 
 /**

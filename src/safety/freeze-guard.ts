@@ -5,10 +5,10 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { promisify } from 'node:util';
-import { bootId, monoMs } from './clock';
+import { bootId, monoMs } from '../host/clock';
 import { FreezeJournal, firedMarkerPath } from './freeze-journal';
 import type { JournalEntry, JournalLogger } from './freeze-journal';
-import { nodeEntry } from './node-entry';
+import { nodeEntry } from '../host/node-entry';
 import type { WatchdogArgs } from './watchdog-args';
 import type { FreezeObligation } from '../model/freeze-obligation';
 
@@ -33,7 +33,7 @@ export interface FreezeGuardOptions {
   stateDir: string;
   log?: JournalLogger;
   /**
-   * The cluster-wide record of the freeze (src/host/obligation-store.ts): written with the journal
+   * The cluster-wide record of the freeze (src/safety/obligation-store.ts): written with the journal
    * entry before the freeze call, so the host the guest migrates to can end it without this one.
    * Every worker and CLI passes it; unit tests of the host-local layers may leave it out.
    */

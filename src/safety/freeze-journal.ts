@@ -1,6 +1,6 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { bootId, monoMs } from './clock';
+import { bootId, monoMs } from '../host/clock';
 import { UUID_RE, jsonFields } from '../model/json-record';
 
 /**

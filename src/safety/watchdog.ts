@@ -14,7 +14,7 @@ import { appendFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LibvirtClient } from '../libvirt';
-import { monoMs } from './clock';
+import { monoMs } from '../host/clock';
 import { FreezeJournal, firedMarkerPath } from './freeze-journal';
 import { thawAndConfirm } from './thaw-confirm';
 import type { WatchdogArgs } from './watchdog-args';

@@ -1,12 +1,12 @@
 import type { LibvirtClient } from '../libvirt';
-import type { FreezeGuard, JournalEntry } from '../host/freeze-guard';
-import { isOverdue } from '../host/freeze-journal';
-import { restoreAgentTimeout } from '../host/agent-timeout-restore';
-import { thawAndConfirm } from '../host/thaw-confirm';
+import type { FreezeGuard, JournalEntry } from './freeze-guard';
+import { isOverdue } from './freeze-journal';
+import { restoreAgentTimeout } from './agent-timeout-restore';
+import { thawAndConfirm } from './thaw-confirm';
 import type { Metrics } from '../host/metrics';
-import type { Logger } from './logger';
+import type { Logger } from '../worker/logger';
 import type { ThawLayer } from '../model/types';
-import { arrivalsVia, honourArrivals } from '../host/arrivals';
+import { arrivalsVia, honourArrivals } from './arrivals';
 
 export interface ThawReport {
   domain: string;

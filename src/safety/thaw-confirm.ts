@@ -1,5 +1,5 @@
 import { isInvalidState, isNoDomain } from '../libvirt';
-import { nowMs } from './clock';
+import { nowMs } from '../host/clock';
 import type { LibvirtClient } from '../libvirt';
 
 /**

@@ -1,6 +1,6 @@
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import type { Client } from '@temporalio/client';
-import type { JournalEntry } from '../host/freeze-journal';
+import type { JournalEntry } from './freeze-journal';
 import { FLEET_TASK_QUEUE } from '../model/fleet';
 import type { FreezeObligation } from '../model/freeze-obligation';
 import type { HandOff } from './reconcile';

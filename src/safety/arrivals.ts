@@ -5,7 +5,7 @@ import type { FreezeObligation } from '../model/freeze-obligation';
 import type { FreezeGuard } from './freeze-guard';
 import { isOverdue } from './freeze-journal';
 import { thawAndConfirm } from './thaw-confirm';
-import type { Metrics } from './metrics';
+import type { Metrics } from '../host/metrics';
 
 /**
  * The destination side of a freeze that travelled: a guest this host runs whose cluster-wide
