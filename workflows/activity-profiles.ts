@@ -43,7 +43,13 @@ export const prepareLocal = () =>
     retry: { maximumAttempts: 3, initialInterval: '500ms' },
   });
 
-/** Thaw on the normal path: quick retries inside the worker. */
+/**
+ * How many local attempts a thaw gets before it gives up (`afterSnapshot`: the run's own thaw, after
+ * which the compensation thaws again) or escalates to a server-tracked activity (`compensation`).
+ */
+export const THAW_ATTEMPTS = { afterSnapshot: 3, compensation: 5 } as const;
+
+/** Thaw: quick retries inside the worker. */
 export const thawLocal = (input: SnapshotInput, attempts: number) =>
   proxyLocalActivities<Activities>({
     startToCloseTimeout: input.agentTimeoutSec * 1000 + 10_000,
