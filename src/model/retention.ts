@@ -12,8 +12,15 @@ export const RetentionPolicySchema = z
     keepLast: z.number().int('keepLast must be an integer').min(1, 'keepLast must be >= 1').max(10_000).optional(),
     /** Keep the newest complete snapshot of each of the last D calendar days (UTC), today included. */
     keepDaily: z.number().int('keepDaily must be an integer').min(1, 'keepDaily must be >= 1').max(3_660).optional(),
+    /** Keep the newest complete snapshot of each of the last W weeks (UTC, Monday to Sunday), this week included. */
+    keepWeekly: z.number().int('keepWeekly must be an integer').min(1, 'keepWeekly must be >= 1').max(520).optional(),
+    /** Keep the newest complete snapshot of each of the last M calendar months (UTC), this month included. */
+    keepMonthly: z.number().int('keepMonthly must be an integer').min(1, 'keepMonthly must be >= 1').max(1_200).optional(),
   })
-  .refine((p) => p.keepLast !== undefined || p.keepDaily !== undefined, 'set keepLast and/or keepDaily');
+  .refine(
+    (p) => p.keepLast !== undefined || p.keepDaily !== undefined || p.keepWeekly !== undefined || p.keepMonthly !== undefined,
+    'set at least one of keepLast, keepDaily, keepWeekly, keepMonthly',
+  );
 
 export type RetentionPolicy = z.infer<typeof RetentionPolicySchema>;
 
@@ -31,11 +38,20 @@ export interface RetentionImage {
   run?: string;
 }
 
+/**
+ * Why a run is kept: a tier of the policy (`last`, `daily`, `weekly`, `monthly`), `newest` (the
+ * newest complete run, whatever the policy), `pinned`, or a run the policy cannot judge
+ * (`incomplete`, `undated`, `future`: stamped after now).
+ */
+export type KeepReason = 'last' | 'daily' | 'weekly' | 'monthly' | 'newest' | 'pinned' | 'incomplete' | 'undated' | 'future';
+
 export interface RetentionPlan {
   /** Every image not pruned, newest run first. */
   keep: string[];
   /** Complete images of runs outside the policy, newest run first. */
   prune: string[];
+  /** Each run, newest first, with why it is kept (no reason: pruned). */
+  runs: { run: string; images: string[]; reasons: KeepReason[] }[];
 }
 
 export interface RetentionResult {
@@ -57,11 +73,27 @@ interface Run {
 
 const DAY_MS = 86_400_000;
 
+/** Calendar periods in UTC, numbered so that consecutive periods have consecutive numbers. */
+const PERIOD = {
+  daily: (ms: number) => Math.floor(ms / DAY_MS),
+  // 1970-01-01 was a Thursday: shifting by 3 days makes every period start on a Monday.
+  weekly: (ms: number) => Math.floor((Math.floor(ms / DAY_MS) + 3) / 7),
+  monthly: (ms: number) => {
+    const d = new Date(ms);
+    return d.getUTCFullYear() * 12 + d.getUTCMonth();
+  },
+} as const;
+
+const TIER_OF = { daily: 'keepDaily', weekly: 'keepWeekly', monthly: 'keepMonthly' } as const;
+
 /**
- * keep = keepLast newest complete runs ∪ the newest complete run of each of the last keepDaily
- * UTC days ∪ the newest complete run (a policy never leaves a schedule without a backup) ∪
- * `pinned` runs ∪ everything not complete, not datable or stamped after `now`. prune = the rest. Ties on time break
- * by run key, so the same input always gives the same plan.
+ * keep = keepLast newest complete runs ∪ for each calendar tier (keepDaily days, keepWeekly weeks
+ * from Monday, keepMonthly months; UTC; the current period included) the newest complete run of
+ * each of its last N periods ∪ the newest complete run (a policy never leaves a schedule without
+ * a backup) ∪ `pinned` runs ∪ everything not complete, not datable or stamped after `now`.
+ * prune = the rest. Periods are counted back from now, not among the periods that have a run: a
+ * run older than its tier's window is not kept by that tier however few runs there are. Ties on
+ * time break by run key, so the same input always gives the same plan.
  */
 export function planRetention(
   images: readonly RetentionImage[],
@@ -72,29 +104,41 @@ export function planRetention(
   const nowMs = typeof now === 'number' ? now : now.getTime();
   const pinned = new Set(opts.pinned ?? []);
   const runs = groupRuns(images);
-  const keep = new Set<string>();
+  const reasons = new Map<string, KeepReason[]>(runs.map((r) => [r.key, []]));
+  const why = (r: Run, reason: KeepReason) => reasons.get(r.key)!.push(reason);
 
   for (const r of runs) {
-    if (!r.complete || Number.isNaN(r.at) || r.at > nowMs || r.images.some((i) => pinned.has(i.name))) keep.add(r.key);
+    if (!r.complete) why(r, 'incomplete');
+    else if (Number.isNaN(r.at)) why(r, 'undated');
+    else if (r.at > nowMs) why(r, 'future');
+    if (r.images.some((i) => pinned.has(i.name))) why(r, 'pinned');
   }
   // Undatable or future-stamped runs (clock skew) are kept above and do not count for the policy.
   const complete = runs.filter((r) => r.complete && !Number.isNaN(r.at) && r.at <= nowMs);
-  if (complete.length) keep.add(complete[0].key);
-  for (const r of complete.slice(0, policy.keepLast ?? 0)) keep.add(r.key);
-  if (policy.keepDaily) {
-    const today = Math.floor(nowMs / DAY_MS);
-    const seenDays = new Set<number>();
+  for (const r of complete.slice(0, policy.keepLast ?? 0)) why(r, 'last');
+  for (const tier of ['daily', 'weekly', 'monthly'] as const) {
+    const count = policy[TIER_OF[tier]];
+    if (!count) continue;
+    const period = PERIOD[tier];
+    const current = period(nowMs);
+    const seen = new Set<number>();
     for (const r of complete) {
-      const day = Math.floor(r.at / DAY_MS);
-      if (day > today - policy.keepDaily && !seenDays.has(day)) {
-        seenDays.add(day);
-        keep.add(r.key);
+      const p = period(r.at);
+      if (p > current - count && !seen.has(p)) {
+        seen.add(p);
+        why(r, tier);
       }
     }
   }
+  if (complete.length) why(complete[0], 'newest');
 
-  const out: RetentionPlan = { keep: [], prune: [] };
-  for (const r of runs) for (const i of r.images) (keep.has(r.key) ? out.keep : out.prune).push(i.name);
+  const out: RetentionPlan = { keep: [], prune: [], runs: [] };
+  for (const r of runs) {
+    const names = r.images.map((i) => i.name);
+    const kept = reasons.get(r.key)!;
+    (kept.length ? out.keep : out.prune).push(...names);
+    out.runs.push({ run: r.key, images: names, reasons: kept });
+  }
   return out;
 }
 

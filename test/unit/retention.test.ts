@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { RetentionPolicySchema, planRetention } from '../../src/model/retention';
-import type { RetentionImage, RetentionPolicy } from '../../src/model/retention';
+import type { KeepReason, RetentionImage, RetentionPlan, RetentionPolicy } from '../../src/model/retention';
 import { parseSnapshotInput } from '../../src/model/input';
 
 const NOW = Date.parse('2025-06-15T12:00:00Z');
@@ -11,17 +11,18 @@ const img = (name: string, createdAt: string, state = 'complete', run?: string):
   state,
   ...(run ? { run } : {}),
 });
+const keepPrune = (p: RetentionPlan) => ({ keep: p.keep, prune: p.prune });
 const hourly = (n: number, from = NOW): RetentionImage[] =>
   Array.from({ length: n }, (_, i) => img(`a${String(i).padStart(3, '0')}`, new Date(from - i * 3600_000).toISOString()));
 
 describe('retention policy schema', () => {
-  it('accepts keepLast, keepDaily or both', () => {
-    for (const p of [{ keepLast: 1 }, { keepDaily: 7 }, { keepLast: 3, keepDaily: 30 }]) {
-      expect(RetentionPolicySchema.safeParse(p).success).toBe(true);
+  it('accepts any non-empty combination of keepLast, keepDaily, keepWeekly, keepMonthly', () => {
+    for (const p of [{ keepLast: 1 }, { keepDaily: 7 }, { keepLast: 3, keepDaily: 30 }, { keepWeekly: 4 }, { keepMonthly: 12 }, { keepLast: 2, keepWeekly: 3, keepMonthly: 6 }]) {
+      expect(RetentionPolicySchema.safeParse(p).success, JSON.stringify(p)).toBe(true);
     }
   });
 
-  it.each([[{}], [{ keepLast: 0 }], [{ keepLast: 1.5 }], [{ keepDaily: -1 }], [{ keepLast: 2, keepWeekly: 3 }], [{ keepLast: '2' }]])(
+  it.each([[{}], [{ keepLast: 0 }], [{ keepLast: 1.5 }], [{ keepDaily: -1 }], [{ keepWeekly: 0 }], [{ keepMonthly: 1201 }], [{ keepLast: 2, keepYearly: 3 }], [{ keepLast: '2' }]])(
     'rejects %j',
     (p) => {
       expect(RetentionPolicySchema.safeParse(p).success).toBe(false);
@@ -55,7 +56,7 @@ describe('planRetention', () => {
       img('2days', '2025-06-13T10:00:00Z'),
       img('3days', '2025-06-12T10:00:00Z'),
     ];
-    expect(planRetention(images, { keepDaily: 3 }, NOW)).toEqual({
+    expect(keepPrune(planRetention(images, { keepDaily: 3 }, NOW))).toEqual({
       keep: ['today-late', 'yday-late', '2days'],
       prune: ['today-early', 'yday-early', '3days'],
     });
@@ -76,7 +77,7 @@ describe('planRetention', () => {
 
   it('never prunes an image that is not complete', () => {
     const images = [img('new', '2025-06-15T11:00:00Z'), img('half', '2025-06-10T00:00:00Z', 'cloned'), img('flat', '2025-06-09T00:00:00Z', 'flattening')];
-    expect(planRetention(images, { keepLast: 1 }, NOW)).toEqual({ keep: ['new', 'half', 'flat'], prune: [] });
+    expect(keepPrune(planRetention(images, { keepLast: 1 }, NOW))).toEqual({ keep: ['new', 'half', 'flat'], prune: [] });
   });
 
   it('does not count incomplete images toward keepLast', () => {
@@ -88,7 +89,7 @@ describe('planRetention', () => {
 
   it('always keeps the newest complete image, even when keepDaily finds nothing recent', () => {
     const images = [img('last-week', '2025-06-08T10:00:00Z'), img('before', '2025-06-07T10:00:00Z')];
-    expect(planRetention(images, { keepDaily: 1 }, NOW)).toEqual({ keep: ['last-week'], prune: ['before'] });
+    expect(keepPrune(planRetention(images, { keepDaily: 1 }, NOW))).toEqual({ keep: ['last-week'], prune: ['before'] });
   });
 
   it('keeps pinned images (this run’s) and images it cannot date or that are from the future', () => {
@@ -119,6 +120,64 @@ describe('planRetention', () => {
   });
 });
 
+describe('planRetention: weekly and monthly tiers', () => {
+  // NOW (2025-06-15) is a Sunday: this week is Monday 06-09 to Sunday 06-15, in UTC.
+  it('keepWeekly keeps the newest set of each of the last W weeks, weeks starting on Monday 00:00 UTC', () => {
+    const images = [
+      img('sun-now', '2025-06-15T11:00:00Z'),
+      img('mon-this', '2025-06-09T00:00:00Z'),
+      img('sun-prev', '2025-06-08T23:59:59Z'),
+      img('mon-prev', '2025-06-02T00:00:00Z'),
+      img('two-back', '2025-05-26T10:00:00Z'),
+      img('three-back', '2025-05-19T10:00:00Z'),
+    ];
+    expect(keepPrune(planRetention(images, { keepWeekly: 3 }, NOW))).toEqual({
+      keep: ['sun-now', 'sun-prev', 'two-back'],
+      prune: ['mon-this', 'mon-prev', 'three-back'],
+    });
+  });
+
+  it('counts weeks across a year boundary', () => {
+    const now = Date.parse('2025-01-02T12:00:00Z'); // a Thursday: its week began Monday 2024-12-30
+    const images = [img('this-week', '2024-12-30T08:00:00Z'), img('last-sunday', '2024-12-29T20:00:00Z'), img('week-before', '2024-12-22T20:00:00Z')];
+    expect(keepPrune(planRetention(images, { keepWeekly: 1 }, now))).toEqual({ keep: ['this-week'], prune: ['last-sunday', 'week-before'] });
+    expect(keepPrune(planRetention(images, { keepWeekly: 2 }, now))).toEqual({ keep: ['this-week', 'last-sunday'], prune: ['week-before'] });
+  });
+
+  it('keepMonthly keeps the newest set of each of the last M calendar months (UTC)', () => {
+    const images = [
+      img('jun-1st', '2025-06-01T00:00:00Z'),
+      img('may-last', '2025-05-31T23:59:59Z'),
+      img('may-first', '2025-05-01T00:00:00Z'),
+      img('apr', '2025-04-30T12:00:00Z'),
+      img('mar', '2025-03-15T12:00:00Z'),
+    ];
+    expect(keepPrune(planRetention(images, { keepMonthly: 3 }, NOW))).toEqual({ keep: ['jun-1st', 'may-last', 'apr'], prune: ['may-first', 'mar'] });
+  });
+
+  it('knows February 29 and the offset an image was stamped with', () => {
+    const now = Date.parse('2024-03-10T12:00:00Z');
+    // 2024-03-01T00:30+01:00 is 2024-02-29T23:30Z: February in UTC.
+    const images = [img('mar', '2024-03-02T00:30:00Z'), img('feb-29', '2024-03-01T00:30:00+01:00'), img('feb-1st', '2024-02-01T00:00:00Z'), img('jan', '2024-01-31T23:00:00Z')];
+    expect(keepPrune(planRetention(images, { keepMonthly: 2 }, now))).toEqual({ keep: ['mar', 'feb-29'], prune: ['feb-1st', 'jan'] });
+  });
+
+  it('says why each set is kept, like restic forget --dry-run', () => {
+    const images = [img('a', '2025-06-15T10:00:00Z'), img('b', '2025-06-14T10:00:00Z'), img('c', '2025-06-02T10:00:00Z'), img('d', '2025-05-31T10:00:00Z'), img('e', '2025-05-30T10:00:00Z'), img('f', '2025-06-10T10:00:00Z', 'cloned')];
+    const plan = planRetention(images, { keepLast: 2, keepWeekly: 2, keepMonthly: 2 }, NOW);
+    const reasons = Object.fromEntries(plan.runs.map((r) => [r.images[0], r.reasons]));
+    expect(reasons).toEqual<Record<string, KeepReason[]>>({
+      a: ['last', 'weekly', 'monthly', 'newest'],
+      b: ['last'],
+      f: ['incomplete'],
+      c: ['weekly'],
+      d: ['monthly'],
+      e: [],
+    });
+    expect(plan.prune).toEqual(['e']);
+  });
+});
+
 describe('planRetention properties', () => {
   const arbImages: fc.Arbitrary<RetentionImage[]> = fc
     .uniqueArray(
@@ -138,6 +197,81 @@ describe('planRetention properties', () => {
     .record({ keepLast: fc.option(fc.integer({ min: 1, max: 10 }), { nil: undefined }), keepDaily: fc.option(fc.integer({ min: 1, max: 30 }), { nil: undefined }) })
     .filter((p) => p.keepLast !== undefined || p.keepDaily !== undefined)
     .map((p) => JSON.parse(JSON.stringify(p)) as RetentionPolicy);
+
+  const arbTiered: fc.Arbitrary<RetentionPolicy> = fc
+    .record({
+      keepLast: fc.option(fc.integer({ min: 1, max: 10 }), { nil: undefined }),
+      keepDaily: fc.option(fc.integer({ min: 1, max: 30 }), { nil: undefined }),
+      keepWeekly: fc.option(fc.integer({ min: 1, max: 60 }), { nil: undefined }),
+      keepMonthly: fc.option(fc.integer({ min: 1, max: 30 }), { nil: undefined }),
+    })
+    .filter((p) => Object.values(p).some((v) => v !== undefined))
+    .map((p) => JSON.parse(JSON.stringify(p)) as RetentionPolicy);
+  /** Two years of complete, dated runs, one image each: the calendar tiers' own ground. */
+  const arbYears = fc
+    .uniqueArray(fc.integer({ min: NOW - 800 * 86_400_000, max: NOW }), { maxLength: 60 })
+    .map((ts) => ts.map((t, i) => img(`r${i}`, new Date(t).toISOString())));
+
+  // An oracle written differently from planRetention: calendar arithmetic on Date fields.
+  const mondayOf = (ms: number) => {
+    const d = new Date(ms);
+    return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate() - ((d.getUTCDay() + 6) % 7));
+  };
+  const weeksBack = (ms: number, now: number) => Math.round((mondayOf(now) - mondayOf(ms)) / (7 * 86_400_000));
+  const monthsBack = (ms: number, now: number) => {
+    const a = new Date(ms);
+    const b = new Date(now);
+    return (b.getUTCFullYear() - a.getUTCFullYear()) * 12 + b.getUTCMonth() - a.getUTCMonth();
+  };
+
+  it.each([
+    ['weekly', 'keepWeekly', weeksBack],
+    ['monthly', 'keepMonthly', monthsBack],
+  ] as const)('%s: exactly the newest set of each of the last N periods has that reason', (reason, key, back) => {
+    fc.assert(
+      fc.property(arbYears, fc.integer({ min: 1, max: 40 }), (images, n) => {
+        const plan = planRetention(images, { [key]: n }, NOW);
+        const at = new Map(images.map((i) => [i.name, Date.parse(i.createdAt)]));
+        const newestOf = new Map<number, string>();
+        for (const i of images) {
+          const p = back(at.get(i.name)!, NOW);
+          const cur = newestOf.get(p);
+          if (p < n && (cur === undefined || at.get(i.name)! > at.get(cur)!)) newestOf.set(p, i.name);
+        }
+        const tagged = plan.runs.filter((r) => r.reasons.includes(reason)).map((r) => r.images[0]).sort();
+        expect(tagged).toEqual([...newestOf.values()].sort());
+      }),
+    );
+  });
+
+  it('each tier keeps on its own: the plan of a policy keeps the union of its tiers’ plans', () => {
+    fc.assert(
+      fc.property(arbImages, arbTiered, (images, policy) => {
+        const tiers = Object.entries(policy).map(([k, v]) => ({ [k]: v }) as RetentionPolicy);
+        const union = new Set(tiers.flatMap((t) => planRetention(images, t, NOW).keep));
+        expect(new Set(planRetention(images, policy, NOW).keep)).toEqual(union);
+      }),
+    );
+  });
+
+  it('a longer window never removes what a shorter one keeps', () => {
+    fc.assert(
+      fc.property(arbYears, fc.constantFrom('keepDaily', 'keepWeekly', 'keepMonthly'), fc.integer({ min: 1, max: 30 }), fc.integer({ min: 0, max: 30 }), (images, key, n, more) => {
+        const kept = new Set(planRetention(images, { [key]: n + more }, NOW).keep);
+        for (const k of planRetention(images, { [key]: n }, NOW).keep) expect(kept.has(k)).toBe(true);
+      }),
+    );
+  });
+
+  it('a set is kept exactly when it has a reason', () => {
+    fc.assert(
+      fc.property(arbImages, arbTiered, (images, policy) => {
+        const plan = planRetention(images, policy, NOW);
+        const kept = new Set(plan.keep);
+        for (const r of plan.runs) for (const i of r.images) expect(kept.has(i)).toBe(r.reasons.length > 0);
+      }),
+    );
+  });
 
   it('partitions the input: keep ∩ prune = ∅ and keep ∪ prune = all', () => {
     fc.assert(
