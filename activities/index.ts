@@ -12,9 +12,10 @@ import { removeImages, removeSourceSnaps } from './cleanup';
 import { applyRetention } from './retention';
 import { prepareSnapshots } from './prepare';
 import { recordRestorePoint } from './restore-point';
-import { restoreActivities } from './restore';
+import { restoreActivityFactories } from './restore';
 import { endPredecessorFreeze } from './predecessor';
 import { atFailureEdge } from './failures';
+import { boundToRun } from '../src/worker/run-log';
 
 export type { ActivityDeps } from './deps';
 
@@ -23,34 +24,51 @@ export type { ActivityDeps } from './deps';
  * throw reaches the workflow as a typed ApplicationFailure. The workflow types its proxies from this.
  */
 export function createActivities(deps: ActivityDeps) {
-  return atFailureEdge({
-    inspectDomain: inspectDomain(deps),
-    checkTargets: checkTargets(deps),
-    prepareSnapshots: prepareSnapshots(deps),
-    endPredecessorFreeze: endPredecessorFreeze(deps),
-    freezeGuest: freezeGuest(deps),
-    snapshotDisks: snapshotDisks(deps),
-    thawGuest: thawGuest(deps),
-    thawArrivedGuest: thawArrivedGuest(deps),
-    forgetFreeze: forgetFreeze(deps),
-    domainPresence: domainPresence(deps),
-    rbdDisksDefinedHere: rbdDisksDefinedHere(deps),
-    fleetHosts: fleetHosts(deps),
-    fleetHost: fleetHost(deps),
-    placementCandidates: placementCandidates(deps),
-    terminateLostRun: terminateLostRun(deps),
-    freezeObligationOpen: freezeObligationOpen(deps),
-    freezeObligationOf: freezeObligationOf(deps),
-    obligationRunningNowhere: obligationRunningNowhere(deps),
-    cloneDisk: cloneDisk(deps),
-    flattenDisk: flattenDisk(deps),
-    finalizeDisk: finalizeDisk(deps),
-    removeImages: removeImages(deps),
-    removeSourceSnaps: removeSourceSnaps(deps),
-    applyRetention: applyRetention(deps),
-    recordRestorePoint: recordRestorePoint(deps),
-    ...restoreActivities(deps),
-  });
+  return atFailureEdge(
+    perExecution(deps, {
+      inspectDomain,
+      checkTargets,
+      prepareSnapshots,
+      endPredecessorFreeze,
+      freezeGuest,
+      snapshotDisks,
+      thawGuest,
+      thawArrivedGuest,
+      forgetFreeze,
+      domainPresence,
+      rbdDisksDefinedHere,
+      fleetHosts,
+      fleetHost,
+      placementCandidates,
+      terminateLostRun,
+      freezeObligationOpen,
+      freezeObligationOf,
+      obligationRunningNowhere,
+      cloneDisk,
+      flattenDisk,
+      finalizeDisk,
+      removeImages,
+      removeSourceSnaps,
+      applyRetention,
+      recordRestorePoint,
+      ...restoreActivityFactories,
+    }),
+  );
+}
+
+type Factory = (deps: ActivityDeps) => (...args: never[]) => Promise<unknown>;
+
+/**
+ * Each activity built anew for each execution, with `deps.log` bound to that execution's run
+ * (src/worker/run-log.ts): every line it writes, and every line of what it hands that logger to,
+ * names the workflow id, run id and domain. The factories keep no state, so this costs a closure.
+ */
+function perExecution<F extends Record<string, Factory>>(deps: ActivityDeps, factories: F): { [K in keyof F]: ReturnType<F[K]> } {
+  const out: Record<string, (...args: never[]) => Promise<unknown>> = {};
+  for (const [name, factory] of Object.entries(factories)) {
+    out[name] = (...args: never[]) => factory({ ...deps, log: boundToRun(deps.log, args[0]) })(...args);
+  }
+  return out as { [K in keyof F]: ReturnType<F[K]> };
 }
 
 export type Activities = ReturnType<typeof createActivities>;

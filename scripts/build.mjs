@@ -26,12 +26,18 @@ const { code } = await bundleWorkflowCode({
   // From the TypeScript sources, as the SDK does at start: the bundle is 2.7 MiB instead of 4.3
   // (bundling compiled output drags its source maps in), and the worker's RSS follows its size.
   workflowsPath: path.join(root, 'workflows', 'index.ts'),
-  // Each snapshot run's end reaches the worker's /metrics through this interceptor's sink.
-  workflowInterceptorModules: [path.join(root, 'src', 'model', 'run-end-interceptor.ts')],
+  // Each snapshot run's end reaches the worker's /metrics through this interceptor's sink; the
+  // second puts the run's domain on its workflow log lines.
+  workflowInterceptorModules: [path.join(root, 'src', 'model', 'run-end-interceptor.ts'), path.join(root, 'src', 'model', 'run-log-interceptor.ts')],
   logger,
 });
-// The fleet queue's workflows (workflows/fleet.ts: the routers); runs end on their hosts, so no interceptor.
-const fleet = await bundleWorkflowCode({ workflowsPath: path.join(root, 'workflows', 'fleet.ts'), logger });
+// The fleet queue's workflows (workflows/fleet.ts: the routers); runs end on their hosts, so only
+// the log interceptor.
+const fleet = await bundleWorkflowCode({
+  workflowsPath: path.join(root, 'workflows', 'fleet.ts'),
+  workflowInterceptorModules: [path.join(root, 'src', 'model', 'run-log-interceptor.ts')],
+  logger,
+});
 mkdirSync(dist, { recursive: true });
 writeFileSync(path.join(dist, 'workflow-bundle.js'), code);
 writeFileSync(path.join(dist, 'fleet-workflow-bundle.js'), fleet.code);

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { HOST_ID, RBD_NAME } from './model/input';
+import { LOG_LEVELS } from './worker/logger';
 import { mergeLayers, temporalEnvLayer, temporalTomlLayer, vmsnapEnvLayer } from './temporal-settings';
 import type { Secret, TemporalLayer } from './temporal-settings';
 
@@ -69,6 +70,8 @@ export const ConfigSchema = z.strictObject({
       error: 'must be an IP address or a hostname',
     })
     .default('127.0.0.1'),
+  /** The worker's log lines less severe than this are dropped, the Temporal SDK's included. */
+  logLevel: z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }).default('info'),
   /** Clone/flatten/finalize activities at a time on this host (the bulk queue); see README "Bulk slots". */
   bulkConcurrency: z.number().int().min(1).max(64).default(2),
   sweepIntervalMs: z.number().int().min(500).max(3600_000).default(5000),
@@ -142,6 +145,7 @@ export function fromEnv(env: NodeJS.ProcessEnv): ConfigOverrides {
     restoreKeyFile: env.VMSNAP_RESTORE_KEY_FILE,
     metricsPort: num(env.VMSNAP_METRICS_PORT),
     metricsAddress: env.VMSNAP_METRICS_ADDRESS,
+    logLevel: env.VMSNAP_LOG_LEVEL,
     bulkConcurrency: num(env.VMSNAP_BULK_CONCURRENCY),
     sweepIntervalMs: num(env.VMSNAP_SWEEP_INTERVAL_MS),
     fleetBeatMs: num(env.VMSNAP_FLEET_BEAT_MS),

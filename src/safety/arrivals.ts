@@ -1,6 +1,7 @@
 import { isNoDomain } from '../libvirt';
 import type { LibvirtClient } from '../libvirt';
 import { judgeArrival } from '../model/freeze-obligation';
+import { freezeFields } from '../model/run-log-fields';
 import type { FreezeObligation } from '../model/freeze-obligation';
 import type { FreezeGuard } from './freeze-guard';
 import { isOverdue } from './freeze-journal';
@@ -69,7 +70,7 @@ export async function honourArrivals(d: ArrivalsDeps, only?: string): Promise<Ar
     else await d.guard.resolve(o.domainUuid, o.freezeId);
     d.onThawed?.(o, r.thawedFilesystems);
     d.log(r.wasFrozen ? 'warn' : 'info', `freeze obligation of ${o.domainName} honoured here: ${r.wasFrozen ? `thawed ${r.thawedFilesystems} filesystem(s)` : 'already thawed'}`, {
-      domain: o.domainName,
+      ...freezeFields(o),
       frozenOn: o.host,
       owner: o.owner,
       freezeId: o.freezeId,

@@ -4,7 +4,9 @@ import { isOverdue } from './freeze-journal';
 import { restoreAgentTimeout } from './agent-timeout-restore';
 import { thawAndConfirm } from './thaw-confirm';
 import type { Metrics } from '../host/metrics';
+import { withFields } from '../worker/logger';
 import type { Logger } from '../worker/logger';
+import { freezeFields } from '../model/run-log-fields';
 import type { ThawLayer } from '../model/types';
 import { arrivalsVia, honourArrivals } from './arrivals';
 
@@ -35,9 +37,10 @@ export async function thawJournaled(
   entry: JournalEntry,
   layer: ThawLayer,
   metrics: Metrics,
-  log: Logger,
+  runLog: Logger,
   handOff?: HandOff,
 ): Promise<ThawReport> {
+  const log = withFields(runLog, freezeFields(entry));
   const r = await thawAndConfirm(lv, entry.domainUuid, entry.agentTimeoutSec);
   if (r.outcome === 'gone') {
     // Gone from this host may mean running frozen on another (live migration). This host's part
@@ -92,7 +95,7 @@ export async function reconcile(libvirt: () => Promise<LibvirtClient>, guard: Fr
     try {
       out.push(await thawJournaled(await libvirt(), guard, entry, 'reconcile', metrics, log));
     } catch (err) {
-      log.error(`reconcile could not prove ${entry.domainName} thawed; the entry is kept and the sweeper retries`, { error: String(err) });
+      withFields(log, freezeFields(entry)).error(`reconcile could not prove ${entry.domainName} thawed; the entry is kept and the sweeper retries`, { error: String(err) });
     }
   }
   try {

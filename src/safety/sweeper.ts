@@ -2,7 +2,9 @@ import type { LibvirtClient } from '../libvirt';
 import type { FreezeGuard } from './freeze-guard';
 import { isOverdue } from './freeze-journal';
 import type { Metrics } from '../host/metrics';
+import { withFields } from '../worker/logger';
 import type { Logger } from '../worker/logger';
+import { freezeFields } from '../model/run-log-fields';
 import { Periodic } from '../worker/periodic';
 import { thawJournaled } from './reconcile';
 import { arrivalsVia, honourArrivals } from './arrivals';
@@ -83,7 +85,7 @@ export class Sweeper {
         const r = await thawJournaled(await this.libvirt(), this.guard, entry, 'sweeper', this.metrics, this.log, this.handOff);
         if (r.wasFrozen) thawed++;
       } catch (err) {
-        this.log.error(`sweeper could not prove ${entry.domainName} thawed; keeping its journal entry`, { error: String(err) });
+        withFields(this.log, freezeFields(entry)).error(`sweeper could not prove ${entry.domainName} thawed; keeping its journal entry`, { error: String(err) });
       }
     }
     await this.guard.retryUnrecords();

@@ -26,7 +26,7 @@ export interface HostDeps extends ActivityDeps {
 export function createHostDeps(
   config: Config,
   metrics = new Metrics(),
-  log: Logger = jsonLogger({ host: config.host }),
+  log: Logger = jsonLogger({ host: config.host }, process.stderr, { level: config.logLevel }),
   // The worker replaces the cluster with the namespace id (resolveScope) before any activity runs.
   scope: RunScope = { namespace: config.temporal.namespace, cluster: config.fleetId ?? 'unresolved' },
 ): HostDeps {

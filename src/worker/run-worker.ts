@@ -11,7 +11,7 @@ import { FreezeJournal } from '../safety/freeze-journal';
 import { releaseFreedMemory } from '../ceph';
 import { createHostDeps } from './host-deps';
 import type { HostDeps } from './host-deps';
-import { jsonLogger, sdkLogFunction } from './logger';
+import { jsonLogger, sdkLogFunction, sdkLogLevel } from './logger';
 import type { Logger } from './logger';
 import { reconcile } from '../safety/reconcile';
 import { lockStateDir } from '../host/state-dir-lock';
@@ -23,7 +23,8 @@ import { flattenProgressSignal } from '../../workflows/progress';
 import { connectionOptions } from '../temporal-connection';
 import { requirePreparedNamespace } from '../temporal-setup';
 import { NamespaceNotPreparedError } from '../temporal-namespace';
-import { fleetWorkflowCode, runEndInterceptorPath, workflowCode } from './workflows-path';
+import { fleetWorkflowCode, runEndInterceptorPath, runLogInterceptorPath, workflowCode } from './workflows-path';
+import { activityLogInterceptor } from './run-log';
 import { bulkTaskQueue } from '../model/naming';
 import { FLEET_TASK_QUEUE, workerIdentity } from '../model/fleet';
 import { FleetBeat, terminateRun } from './fleet-beat';
@@ -58,13 +59,26 @@ export interface HostWorker {
 let runtimeInstalled = false;
 
 /**
+ * The SDK's Rust core and the crates under it, by our level. Capped: the core's debug lines are its
+ * state machine (measured: 168 for one snapshot run of a 3-disk guest, with a run id and no
+ * workflow id), the crates' (gRPC, HTTP/2) are per frame — neither answers an operator's question
+ * about a run.
+ */
+const CORE_FILTER = {
+  ERROR: { core: 'ERROR', other: 'ERROR' },
+  WARN: { core: 'WARN', other: 'WARN' },
+  INFO: { core: 'INFO', other: 'WARN' },
+  DEBUG: { core: 'INFO', other: 'WARN' },
+} as const;
+
+/**
  * One worker per hypervisor host. It runs the workflows and activities of its own task queue,
  * because freeze/snapshot/thaw are local activities that must run beside this host's libvirtd,
  * and the copy steps of its bulk queue with `bulkConcurrency` slots.
  */
 export async function createHostWorker(
   config: Config,
-  log: Logger = jsonLogger({ host: config.host }),
+  log: Logger = jsonLogger({ host: config.host }, process.stderr, { level: config.logLevel }),
   opts: {
     workflows?: Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'>;
     /** The fleet queue's (workflows/fleet.ts); bundled at start from the sources when not given. */
@@ -75,10 +89,16 @@ export async function createHostWorker(
   const metrics = hostMetrics();
   const sdkMetricsPort = config.metricsPort ? config.metricsPort + 1 : 0;
   if (!runtimeInstalled) {
-    // Once per process: the SDK's own logs at WARN, as JSON lines like ours; its metrics on port+1.
+    // Once per process (the first worker's level holds): the SDK's lines — its own, the core's,
+    // and the workflows' (their logger is a sink into this one) — at our level, as our JSON lines.
+    // Without `forward` the core writes to stderr itself, in its own format. Its metrics on port+1.
+    const level = sdkLogLevel(config.logLevel);
     Runtime.install({
-      logger: new DefaultLogger((process.env.VMSNAP_SDK_LOG_LEVEL as 'WARN' | undefined) ?? 'WARN', sdkLogFunction(log)),
-      ...(sdkMetricsPort ? { telemetryOptions: { metrics: { prometheus: { bindAddress: `127.0.0.1:${sdkMetricsPort}` } } } } : {}),
+      logger: new DefaultLogger(level, sdkLogFunction(log)),
+      telemetryOptions: {
+        logging: { forward: {}, filter: CORE_FILTER[level] },
+        ...(sdkMetricsPort ? { metrics: { prometheus: { bindAddress: `127.0.0.1:${sdkMetricsPort}` } } } : {}),
+      },
     });
     runtimeInstalled = true;
   }
@@ -160,8 +180,9 @@ export async function createHostWorker(
       namespace: config.temporal.namespace,
       taskQueue,
       ...workflows,
-      // Each snapshot run's end, told by the run-end interceptor (a prebuilt bundle has it built in).
-      ...(workflows.workflowsPath ? { interceptors: { workflowModules: [runEndInterceptorPath()] } } : {}),
+      // Each snapshot run's end, told by the run-end interceptor, and the domain on its log lines
+      // (a prebuilt bundle has both built in).
+      interceptors: { activity: [activityLogInterceptor], ...(workflows.workflowsPath ? { workflowModules: [runEndInterceptorPath(), runLogInterceptorPath()] } : {}) },
       sinks: runSinks(metrics),
       activities,
       shutdownGraceTime: '30s',
@@ -172,6 +193,7 @@ export async function createHostWorker(
       namespace: config.temporal.namespace,
       taskQueue: bulkTaskQueue(taskQueue),
       activities,
+      interceptors: { activity: [activityLogInterceptor] },
       maxConcurrentActivityTaskExecutions: config.bulkConcurrency,
       shutdownGraceTime: '30s',
       identity,
@@ -179,7 +201,16 @@ export async function createHostWorker(
 
     // The same workflow types, but consistentSnapshot and restoreVm are the routers here.
     const fleetWorkflows = opts.fleetWorkflows ?? fleetWorkflowCode();
-    const fleetWorker = await Worker.create({ connection, namespace: config.temporal.namespace, taskQueue: FLEET_TASK_QUEUE, ...fleetWorkflows, activities, shutdownGraceTime: '30s', identity });
+    const fleetWorker = await Worker.create({
+      connection,
+      namespace: config.temporal.namespace,
+      taskQueue: FLEET_TASK_QUEUE,
+      ...fleetWorkflows,
+      interceptors: { activity: [activityLogInterceptor], ...(fleetWorkflows.workflowsPath ? { workflowModules: [runLogInterceptorPath()] } : {}) },
+      activities,
+      shutdownGraceTime: '30s',
+      identity,
+    });
     const beat = new FleetBeat(client, { host: config.host, taskQueue, identity, lostAfterMs: config.fleetHostLostAfterMs }, deps.libvirtReadOnly, config.fleetBeatMs, log);
     metrics.onScrape(fleetGauges(indexFleet(client, config.host), log));
 

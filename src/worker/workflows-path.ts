@@ -29,6 +29,11 @@ export function runEndInterceptorPath(): string {
   return ownModule('../model/run-end-interceptor');
 }
 
+/** The workflow interceptor module that puts the run's domain on its workflow log lines; bundled as the run-end one is. */
+export function runLogInterceptorPath(): string {
+  return ownModule('../model/run-log-interceptor');
+}
+
 /**
  * The compiled build ships the bundles in dist/ (`workflow-bundle.js`, `fleet-workflow-bundle.js`),
  * bundled by `npm run build` from the same sources (bin/vmsnap.js runs dist/ only when its stamp

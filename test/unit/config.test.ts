@@ -1,4 +1,5 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -40,6 +41,30 @@ describe('configuration', () => {
     for (const bad of ['10.0.0.5:9464', 'a b', 'http://x']) {
       expect(() => loadConfig({}, { VMSNAP_METRICS_ADDRESS: bad }, undefined)).toThrow(/metricsAddress: must be an IP address or a hostname/);
     }
+  });
+
+  it('the log level: info unless VMSNAP_LOG_LEVEL or the file says otherwise; anything else is a configuration error', () => {
+    expect(loadConfig({}, {}, undefined).logLevel).toBe('info');
+    expect(loadConfig({}, { VMSNAP_LOG_LEVEL: 'warn' }, undefined).logLevel).toBe('warn');
+    const withLevel = path.join(mkdtempSync(path.join(os.tmpdir(), 'cfg-')), 'vmsnap.json');
+    writeFileSync(withLevel, JSON.stringify({ logLevel: 'debug' }));
+    expect(loadConfig({}, {}, withLevel).logLevel).toBe('debug');
+    expect(loadConfig({}, { VMSNAP_LOG_LEVEL: 'error' }, withLevel).logLevel).toBe('error');
+    for (const bad of ['verbose', 'WARN', 'warning', '']) {
+      expect(() => loadConfig({}, { VMSNAP_LOG_LEVEL: bad }, undefined)).toThrow(/invalid configuration: logLevel: must be one of error, warn, info, debug/);
+    }
+  });
+
+  it('a worker with an invalid VMSNAP_LOG_LEVEL exits 2 before it does anything: its state dir is never made', () => {
+    const stateDir = path.join(mkdtempSync(path.join(os.tmpdir(), 'cfg-')), 'state');
+    const r = spawnSync(process.execPath, [path.resolve(__dirname, '../../bin/vmsnap.js'), 'worker'], {
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, VMSNAP_LOG_LEVEL: 'verbose', VMSNAP_STATE_DIR: stateDir, VMSNAP_METRICS_PORT: '0' },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    expect(r.stderr).toMatch(/logLevel: must be one of error, warn, info, debug/);
+    expect(r.status).toBe(2);
+    expect(existsSync(stateDir)).toBe(false);
   });
 
   it('takes only paths for secrets', () => {
