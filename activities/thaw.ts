@@ -97,7 +97,6 @@ async function thawHere(deps: ActivityDeps, req: ThawRequest): Promise<ThawResul
   const layer = guardFiredAt ? 'guard' : req.thawedBy;
   deps.metrics.thaws.inc({ layer });
   deps.log.info('guest thawed', {
-    workflowId: workflowIdOrNone(),
     domain: req.domainName,
     layer,
     thawedFilesystems,
