@@ -40,6 +40,24 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
+/** What qemu-ga's `guest-exec-status` says about a process `guest-exec` started. */
+export interface GuestExecStatus {
+  exited: boolean;
+  exitCode?: number;
+  /** The signal that ended it (qemu-ga reports it instead of an exit code). */
+  signal?: number;
+  stdout?: string;
+  stderr?: string;
+}
+
+interface RawExecStatus {
+  exited?: unknown;
+  exitcode?: number;
+  signal?: number;
+  'out-data'?: string;
+  'err-data'?: string;
+}
+
 export type DomainState = 'nostate' | 'running' | 'blocked' | 'paused' | 'shutdown' | 'shutoff' | 'crashed' | 'pmsuspended';
 
 /** virDomainState, indexed by its numeric value. */
@@ -241,6 +259,44 @@ export class LibvirtClient {
       throw new LibvirtError({ code: 1, domain: 0, level: 2, message: `unexpected guest-fsfreeze-status reply: ${JSON.stringify(status)}`, procedure: 'QEMU_PROC_DOMAIN_AGENT_COMMAND' });
     }
     return status;
+  }
+
+  /**
+   * qemu-ga `guest-exec` through {@link qemuAgentCommand}: starts `argv[0]` (qemu-ga searches the
+   * agent's PATH) with the rest as its arguments and returns the guest pid at once; the command
+   * runs on in the guest. {@link guestExecStatus} says when it has exited. An agent that blocks the
+   * command (`--block-rpcs`) or cannot start the program answers with a LibvirtError (code 1).
+   */
+  async guestExec(dom: DomainRef, argv: readonly string[], timeoutSec: number, opts?: CallOptions & { captureOutput?: boolean }): Promise<number> {
+    const [path, ...arg] = argv;
+    if (!path) throw new TypeError('guestExec: empty argv');
+    const r = (await this.qemuAgentCommand(dom, { execute: 'guest-exec', arguments: { path, arg, 'capture-output': opts?.captureOutput ?? false } }, timeoutSec, opts)) as { pid?: unknown } | undefined;
+    if (typeof r?.pid !== 'number') {
+      throw new LibvirtError({ code: 1, domain: 0, level: 2, message: `unexpected guest-exec reply: ${JSON.stringify(r)}`, procedure: 'QEMU_PROC_DOMAIN_AGENT_COMMAND' });
+    }
+    return r.pid;
+  }
+
+  /**
+   * qemu-ga `guest-exec-status`: whether the process {@link guestExec} started has exited, and how
+   * (exit code, or the signal that ended it; output base64-decoded when it was captured). qemu-ga
+   * forgets a process once it has reported it exited.
+   */
+  async guestExecStatus(dom: DomainRef, pid: number, timeoutSec: number, opts?: CallOptions): Promise<GuestExecStatus> {
+    const r = (await this.qemuAgentCommand(dom, { execute: 'guest-exec-status', arguments: { pid } }, timeoutSec, opts)) as RawExecStatus | undefined;
+    if (typeof r?.exited !== 'boolean') {
+      throw new LibvirtError({ code: 1, domain: 0, level: 2, message: `unexpected guest-exec-status reply: ${JSON.stringify(r)}`, procedure: 'QEMU_PROC_DOMAIN_AGENT_COMMAND' });
+    }
+    const text = (b?: string) => (b === undefined ? undefined : Buffer.from(b, 'base64').toString('utf8'));
+    const out = text(r['out-data']);
+    const err = text(r['err-data']);
+    return {
+      exited: r.exited,
+      ...(r.exitcode !== undefined ? { exitCode: r.exitcode } : {}),
+      ...(r.signal !== undefined ? { signal: r.signal } : {}),
+      ...(out !== undefined ? { stdout: out } : {}),
+      ...(err !== undefined ? { stderr: err } : {}),
+    };
   }
 
   private remote(procedure: number, encode: Encode | undefined, opts?: CallOptions): Promise<XdrReader> {

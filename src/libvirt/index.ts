@@ -1,5 +1,5 @@
 /** vmsnap's libvirt adapter: a client of libvirt's RPC protocol plus a domain-XML reader. */
-export { LibvirtClient, type CallOptions, type DomainState, type LibvirtConnectOptions } from './client';
+export { LibvirtClient, type CallOptions, type DomainState, type GuestExecStatus, type LibvirtConnectOptions } from './client';
 export type { DomainRef } from './domain-ref';
 export {
   ErrorCode,
