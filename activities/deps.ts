@@ -7,6 +7,7 @@ import type { FreezeGuard } from '../src/safety/freeze-guard';
 import type { Metrics } from '../src/host/metrics';
 import type { Logger } from '../src/worker/logger';
 import type { RestoreKey } from '../src/host/restore-key';
+import type { PreFlushSettings } from '../src/model/pre-flush';
 
 /** What the activities need from the host. Real adapters in the worker; tests pass the same kinds. */
 export interface ActivityDeps {
@@ -29,6 +30,8 @@ export interface ActivityDeps {
   /** This worker's Temporal namespace and fleet: recorded on everything it makes, matched before removal. */
   scope: RunScope;
   guard: FreezeGuard;
+  /** Before each freeze, the guest is asked to write back its dirty data (config preFlush*); absent: off. */
+  preFlush?: PreFlushSettings;
   /** How far two hosts' wall clocks may disagree (config clockSkewMs): a travelled freeze's deadline is judged with it. */
   clockSkewMs?: number;
   /** config memoryReserveMiB: what a new VM placed here must leave free. */

@@ -7,9 +7,11 @@ import { restoreAgentTimeout } from '../src/safety/agent-timeout-restore';
 import { thawAndConfirm } from '../src/safety/thaw-confirm';
 import { FailureType, FREEZE_NOT_SENT } from '../src/model/failures';
 import type { FreezeRequest, FreezeResult } from '../src/model/types';
+import type { PreFlushResult } from '../src/model/pre-flush';
 import { dueAt } from '../src/model/freeze-obligation';
 import { arrivalsVia, honourArrivals } from '../src/safety/arrivals';
 import type { ActivityDeps } from './deps';
+import { activityTimeLeft, preFlushBeforeFreeze } from './pre-flush';
 import { isCancellation, StepError } from './step-error';
 
 /**
@@ -21,8 +23,9 @@ import { isCancellation, StepError } from './step-error';
  */
 export function freezeGuest(deps: ActivityDeps) {
   return async function freezeGuest(req: FreezeRequest): Promise<FreezeResult> {
+    const timeLeft = activityTimeLeft(monoMs());
     const lv = await deps.libvirt();
-    const { dom, previousAgentTimeout, freezeId } = await beforeTheCall(deps, lv, req);
+    const { dom, previousAgentTimeout, freezeId, preFlush } = await beforeTheCall(deps, lv, req, timeLeft);
     const startedAt = nowMs();
     const startedMono = monoMs();
     deps.metrics.freezeCallStarted(freezeId, startedAt);
@@ -31,7 +34,7 @@ export function freezeGuest(deps: ActivityDeps) {
       const returnedAt = nowMs();
       const returnedMono = monoMs();
       await faultPoint('freeze:after');
-      return { frozenFilesystems, startedAt, returnedAt, startedMono, returnedMono, ...(freezeId ? { freezeId } : {}) };
+      return { frozenFilesystems, startedAt, returnedAt, startedMono, returnedMono, ...(freezeId ? { freezeId } : {}), ...(preFlush ? { preFlush } : {}) };
     } catch (err) {
       deps.metrics.failures.inc({ step: 'freeze' });
       if (isFrozenState(err)) {
@@ -56,7 +59,9 @@ export function freezeGuest(deps: ActivityDeps) {
 }
 
 /**
- * Everything up to virDomainFSFreeze: the status check, the agent timeout, the guard. A failure
+ * Everything up to virDomainFSFreeze: the status check, the pre-flush, the agent timeout, the
+ * guard. The pre-flush comes after the status check (never into somebody else's freeze) and before
+ * the guard is armed, so it spends none of the freeze's deadline. A failure
  * here leaves no freeze of ours in the guest, so it is undone here without a thaw (the guard stood
  * down, the agent timeout put back) and reaches the workflow marked FREEZE_NOT_SENT: no thaw, no
  * late-freeze watch, no hand-off — a thaw then could only end somebody else's freeze.
@@ -65,12 +70,14 @@ async function beforeTheCall(
   deps: ActivityDeps,
   lv: LibvirtClient,
   req: FreezeRequest,
-): Promise<{ dom: DomainRef; previousAgentTimeout: number | undefined; freezeId: string | undefined }> {
+  timeLeft: () => number | undefined,
+): Promise<{ dom: DomainRef; previousAgentTimeout: number | undefined; freezeId: string | undefined; preFlush: PreFlushResult | undefined }> {
   let timeoutSet: { previousAgentTimeout: number | undefined } | undefined;
   let armed = false;
   try {
     const dom = await lv.lookupDomainByUuid(req.domainUuid);
     await standDownIfFrozen(deps, lv, dom, req);
+    const preFlush = await preFlushBeforeFreeze(deps, lv, dom, req, timeLeft());
     const previousAgentTimeout = await readAgentResponseTimeout(deps.libvirtStatusDir, dom.name);
     await lv.setAgentResponseTimeout(dom, req.agentTimeoutSec);
     timeoutSet = { previousAgentTimeout };
@@ -85,7 +92,7 @@ async function beforeTheCall(
       ...(req.disks ? { disks: req.disks } : {}),
     });
     await faultPoint('freeze:before-call');
-    return { dom, previousAgentTimeout, freezeId: entry.freezeId };
+    return { dom, previousAgentTimeout, freezeId: entry.freezeId, preFlush };
   } catch (err) {
     if (isCancellation(err)) throw err;
     if (armed) await standDownUnfrozen(deps, req);

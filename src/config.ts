@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { HOST_ID, RBD_NAME } from './model/input';
+import { PRE_FLUSH_TIMEOUT_MS } from './model/pre-flush';
 import { LOG_LEVELS } from './worker/logger';
 import { mergeLayers, temporalEnvLayer, temporalTomlLayer, vmsnapEnvLayer } from './temporal-settings';
 import type { Secret, TemporalLayer } from './temporal-settings';
@@ -72,6 +73,13 @@ export const ConfigSchema = z.strictObject({
     .default('127.0.0.1'),
   /** The worker's log lines less severe than this are dropped, the Temporal SDK's included. */
   logLevel: z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }).default('info'),
+  /**
+   * Before each freeze the guest is asked to write back its dirty data (this command through the
+   * agent's guest-exec), so the freeze has only what was dirtied since; waited for at most
+   * preFlushTimeoutMs (0: no pre-flush). Never fails a run (docs/safety.md#the-pre-flush).
+   */
+  preFlushTimeoutMs: z.number().int().min(0).max(10_000).default(PRE_FLUSH_TIMEOUT_MS),
+  preFlushCommand: z.array(z.string().min(1).max(4096).refine((a) => !a.includes('\0'), 'contains NUL')).min(1).max(64).default(['sync']),
   /** Clone/flatten/finalize activities at a time on this host (the bulk queue); see README "Bulk slots". */
   bulkConcurrency: z.number().int().min(1).max(64).default(2),
   sweepIntervalMs: z.number().int().min(500).max(3600_000).default(5000),
@@ -146,6 +154,8 @@ export function fromEnv(env: NodeJS.ProcessEnv): ConfigOverrides {
     metricsPort: num(env.VMSNAP_METRICS_PORT),
     metricsAddress: env.VMSNAP_METRICS_ADDRESS,
     logLevel: env.VMSNAP_LOG_LEVEL,
+    preFlushTimeoutMs: num(env.VMSNAP_PRE_FLUSH_TIMEOUT_MS),
+    preFlushCommand: words(env.VMSNAP_PRE_FLUSH_COMMAND),
     bulkConcurrency: num(env.VMSNAP_BULK_CONCURRENCY),
     sweepIntervalMs: num(env.VMSNAP_SWEEP_INTERVAL_MS),
     fleetBeatMs: num(env.VMSNAP_FLEET_BEAT_MS),
@@ -159,6 +169,12 @@ export function fromEnv(env: NodeJS.ProcessEnv): ConfigOverrides {
     ownerRecordHorizonMs: num(env.VMSNAP_OWNER_RECORD_HORIZON_MS),
     keepReplacedMs: num(env.VMSNAP_KEEP_REPLACED_MS),
   }) as ConfigOverrides;
+}
+
+/** A command line from the environment, split on whitespace (no shell, no quoting). */
+function words(v: string | undefined): string[] | undefined {
+  const w = v?.trim().split(/\s+/).filter(Boolean);
+  return w?.length ? w : undefined;
 }
 
 export function fromFile(file: string | undefined): ConfigOverrides {

@@ -62,6 +62,7 @@ export class Metrics {
   readonly thaws = this.counter('vmsnap_thaws_total', 'Thaws that ended a freeze on this host, by the layer that thawed (workflow, compensation, guard, reconcile, sweeper, handoff, arrival).', ['layer']);
   readonly failures = this.counter('vmsnap_failures_total', 'Freeze and snapshot calls that failed on this host, by step (freeze, snapshot, snapshot-timeout).', ['step']);
   readonly snapshotDuration = this.histogram('vmsnap_snapshot_seconds', 'The snapshot call of every disk of a run (inside the freeze window), in seconds.', SNAPSHOT_BUCKETS);
+  readonly preFlush = this.histogram('vmsnap_pre_flush_seconds', 'Pre-flushes on this host (a sync in the guest before its freeze, outside the window), by outcome (done, failed, timeout, skipped), in seconds.', SNAPSHOT_BUCKETS, ['outcome']);
   readonly clones = this.counter('vmsnap_clones_total', 'Clones of a snapshot made on this host (a run\'s image per disk).');
   readonly flattenDuration = this.histogram('vmsnap_flatten_seconds', 'Flattens (the copy of a clone\'s every block from its parent) on this host, by kind (snapshot: a run\'s image; restore: a restored disk), in seconds.', FLATTEN_BUCKETS, ['kind']);
   readonly flattenSize = this.histogram('vmsnap_flatten_size_bytes', 'Virtual size of each image flattened on this host, by kind (snapshot, restore), in bytes (its _sum: the virtual bytes flattened).', IMAGE_SIZE_BUCKETS, ['kind']);

@@ -60,6 +60,13 @@ export function freezeWindow(c: Capture): Pick<SnapshotResult, 'freezeWindowMs' 
   };
 }
 
+/** The pre-flush as the result shows it; only a freeze that was asked for had one. */
+function preFlushOf(c: Capture): Pick<SnapshotResult, 'preFlush'> {
+  const p = c.freeze?.preFlush;
+  if (!p) return {};
+  return { preFlush: { outcome: p.outcome, ms: roundMs(p.ms), ...(p.error ? { error: p.error } : {}) } };
+}
+
 export function diskResult(d: DiskPlan, fsid: string, copy: CopiedDisk | undefined): DiskResult {
   const source = `${d.source.pool}/${d.source.image}`;
   const snapshot = `${source}@${d.sourceSnap}`;
@@ -99,6 +106,7 @@ export function snapshotResult(run: RunFacts, capture: Capture, copies: (CopiedD
     freezeWindowMs: window.freezeWindowMs,
     ...(at ? { frozenAt: at } : {}),
     freezeBreakdownMs: window.freezeBreakdownMs,
+    ...preFlushOf(capture),
     disks: copies.map((c, i) => diskResult(run.plan.disks[i]!, run.found.fsid, c)),
     skippedDisks: run.plan.skipped,
     stepsMs: run.steps,

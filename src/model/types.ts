@@ -1,6 +1,7 @@
 /** Data exchanged between the workflow and its activities. Plain JSON: it is recorded in history. */
 import type { RetentionResult } from './retention';
 import type { Verification } from './verification';
+import type { PreFlushOutcome, PreFlushResult } from './pre-flush';
 
 export interface RbdLocation {
   pool: string;
@@ -83,6 +84,8 @@ export interface FreezeResult {
   returnedMono?: number;
   /** The freeze's obligation id (src/model/freeze-obligation.ts): what a hand-off resolves. */
   freezeId?: string;
+  /** The pre-flush before this freeze (outside its window), when the worker runs one. */
+  preFlush?: PreFlushResult;
 }
 
 export interface SnapshotDisksRequest {
@@ -175,6 +178,8 @@ export interface SnapshotResult {
   /** ISO time the freeze call started (worker clock), when quiesced; recorded on the images. */
   frozenAt?: string;
   freezeBreakdownMs?: { freeze: number; snapshot: number; thaw: number; gaps: number };
+  /** The pre-flush before the freeze, outside the window (absent when the worker runs none). */
+  preFlush?: { outcome: PreFlushOutcome; ms: number; error?: string };
   disks: DiskResult[];
   skippedDisks: { target: string; reason: string }[];
   stepsMs: Record<string, number>;

@@ -71,6 +71,7 @@ export function createHostDeps(
     radosCli,
     restoreKey: () => readRestoreKey(config.restoreKeyFile),
     clockSkewMs: config.clockSkewMs,
+    ...(config.preFlushTimeoutMs > 0 ? { preFlush: { command: config.preFlushCommand, timeoutMs: config.preFlushTimeoutMs } } : {}),
     memoryReserveMiB: config.memoryReserveMiB,
     scope,
     guard,
