@@ -88,6 +88,12 @@ export default tseslint.config(
     // Workflow code runs in Temporal's deterministic sandbox: no Node built-ins, no I/O.
     files: ['workflows/**/*.ts', 'src/model/**/*.ts'],
     rules: {
+      'no-restricted-syntax': [
+        'error',
+        { selector: "Property[key.name='shell'][value.value=true]", message: 'shell: true builds shell strings; pass argv arrays' },
+        // Whether a failure can be retried is decided once, where it is made (activities/failures.ts).
+        { selector: "Property[key.name='nonRetryableErrorTypes']", message: 'retryability is decided at the activity edge (activities/failures.ts), not by a list in a retry policy' },
+      ],
       'no-restricted-imports': 'off',
       '@typescript-eslint/no-restricted-imports': [
         'error',

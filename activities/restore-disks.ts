@@ -2,7 +2,6 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { cloneImage, imageExists, openImage, removeImage } from '../src/ceph';
 import type { Image } from '../src/ceph';
-import { nowMs } from '../src/host/clock';
 import { faultPoint } from '../src/host/fault-points';
 import { FailureType } from '../src/model/failures';
 import { restoreScopeMetadata } from '../src/model/restore-leftovers';
@@ -10,6 +9,7 @@ import { rbdSpec } from '../src/model/restore-plan';
 import { RESTORE_META } from '../src/model/restore-point';
 import type { RestoreDiskPlan } from '../src/model/restore-point';
 import type { ActivityDeps } from './deps';
+import { guardedFlatten } from './guarded-flatten';
 import { during } from './step-error';
 
 export interface RestoreDiskRequest {
@@ -71,46 +71,22 @@ async function makeClone(deps: ActivityDeps, req: RestoreDiskRequest): Promise<v
   }
 }
 
-/** rbd_flatten_with_progress of a restored disk, heartbeating; marked first (see cloneRestoreDisk). */
+/** A restored disk's flatten, through the one guarded flatten (see cloneRestoreDisk), heartbeating. */
 export function flattenRestoreDisk(deps: ActivityDeps) {
   return async function flattenRestoreDisk(req: RestoreDiskRequest): Promise<{ flattened: boolean }> {
     const ctx = Context.current();
     const { clone, target } = req.disk;
-    const io = await deps.ioctx(clone.pool, clone.namespace);
-    let img = await during('open restored disk', () => openImage(io, clone.image));
-    try {
-      if (!(await img.parent())) return { flattened: true };
-      if ((await img.getMetadata(RESTORE_META.flattenStarted)) !== null) {
-        await img.close();
-        await during('remove interrupted clone', () => removeImage(io, clone.image));
-        await makeClone(deps, req);
-        img = await openImage(io, clone.image);
-      }
-      await img.setMetadata(RESTORE_META.flattenStarted, new Date().toISOString());
-      let lastReport = 0;
-      const current = img;
-      const { size } = await current.stat();
-      const started = nowMs();
-      await during(`flatten ${clone.image}`, () =>
-        current.flatten({
-          signal: ctx.cancellationSignal,
-          onProgress: (done, total) => {
-            ctx.heartbeat({ done, total });
-            const t = Date.now();
-            if (deps.reportProgress && t - lastReport > 1000) {
-              lastReport = t;
-              void deps.reportProgress(req.workflowId, { target, done, total }).catch(() => undefined);
-            }
-          },
-        }),
-      );
-      await img.removeMetadata(RESTORE_META.flattenStarted);
-      deps.metrics.flattenDuration.observe({ kind: 'restore' }, (nowMs() - started) / 1000);
-      deps.metrics.flattenSize.observe({ kind: 'restore' }, size);
-      return { flattened: true };
-    } finally {
-      await img.close();
-    }
+    await guardedFlatten(deps, {
+      io: await deps.ioctx(clone.pool, clone.namespace),
+      image: clone.image,
+      startedKey: RESTORE_META.flattenStarted,
+      remake: () => makeClone(deps, req),
+      kind: 'restore',
+      workflowId: req.workflowId,
+      target,
+      onProgress: (done, total) => ctx.heartbeat({ done, total }),
+    });
+    return { flattened: true };
   };
 }
 

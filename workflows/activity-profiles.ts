@@ -1,46 +1,63 @@
 import { proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
+import type { RetryPolicy } from '@temporalio/common';
 import type { Activities } from '../activities';
-import { FailureType } from '../src/model/failures';
+import { FLEET_TASK_QUEUE } from '../src/model/fleet';
 import { bulkTaskQueue } from '../src/model/naming';
+import type { RestoreInput } from '../src/model/restore-input';
 import type { SnapshotInput } from '../src/model/input';
 
 /*
- * Named timeout/retry profiles. Freeze, snapshot and thaw are local activities: they run in the
- * host worker that also runs this workflow, so no Temporal server round trip sits inside the
- * guest's freeze window, yet each is still its own marker in the history the UI shows.
+ * Every activity's timeout and retry profile, named, in one file. How many times a step is tried
+ * is decided here; whether a failure can be retried at all is decided once, where it is made —
+ * activities/failures.ts marks what a retry cannot change non-retryable, and no profile
+ * overrides that with a list of its own.
+ *
+ * Freeze, snapshot and thaw are local activities: they run in the host worker that also runs
+ * this workflow, so no Temporal server round trip sits inside the guest's freeze window, yet
+ * each is still its own marker in the history the UI shows.
  */
 
-const NON_RETRYABLE = [
-  FailureType.InvalidInput,
-  FailureType.DomainNotFound,
-  FailureType.DomainNotRunning,
-  FailureType.UnsupportedDisk,
-  FailureType.QuiesceUnavailable,
-  FailureType.NameConflict,
-  FailureType.PoolUnavailable,
-  FailureType.PermissionDenied,
-  FailureType.GuestFrozenByOther,
-];
+/** The retry presets the profiles below are made of. */
+const RETRY = {
+  /** One try: the caller decides what silence means (it asks again later, or judges the answers). */
+  once: { maximumAttempts: 1 },
+  /** Reads and quick calls: a transient connection error gets two more tries. */
+  few: { maximumAttempts: 3, initialInterval: '1s' },
+  /** Quick idempotent steps inside the host worker. */
+  fewLocal: { maximumAttempts: 3, initialInterval: '500ms' },
+  /** Idempotent writes (clone, finalize, define, start, catalog records). */
+  several: { maximumAttempts: 5, initialInterval: '1s' },
+  /** Copies: a retry may restart a long copy, so it waits a little longer first. */
+  copies: { maximumAttempts: 5, initialInterval: '2s' },
+  /** Fleet bookkeeping on any worker of the fleet queue. */
+  fleet: { maximumAttempts: 5, initialInterval: '500ms', maximumInterval: '5s' },
+  /** Retention, heartbeating per image. */
+  retention: { maximumAttempts: 5, initialInterval: '2s', maximumInterval: '30s' },
+  /** Cleanup and undo must finish. */
+  mustFinish: { maximumAttempts: 20, initialInterval: '1s', maximumInterval: '30s' },
+  /** Never gives up (the escalated thaw). */
+  untilDone: { initialInterval: '1s', maximumInterval: '10s', backoffCoefficient: 2 },
+} as const satisfies Record<string, RetryPolicy>;
 
 /** Read-only checks: cheap, retried a few times for transient connection errors. */
 export const inspection = () =>
   proxyActivities<Activities>({
     startToCloseTimeout: '30s',
-    retry: { maximumAttempts: 3, initialInterval: '1s', nonRetryableErrorTypes: NON_RETRYABLE },
+    retry: RETRY.few,
   });
 
 /** The freeze window: no automatic retry — a blind re-freeze or re-snapshot is never safe. */
 export const freezeWindow = (input: SnapshotInput) =>
   proxyLocalActivities<Activities>({
     startToCloseTimeout: input.agentTimeoutSec * 1000 + input.snapshotTimeoutMs + 5000,
-    retry: { maximumAttempts: 1 },
+    retry: RETRY.once,
   });
 
 /** Outside the window, in the host worker: quick idempotent preparation. */
 export const prepareLocal = () =>
   proxyLocalActivities<Activities>({
     startToCloseTimeout: '30s',
-    retry: { maximumAttempts: 3, initialInterval: '500ms' },
+    retry: RETRY.fewLocal,
   });
 
 /**
@@ -60,7 +77,7 @@ export const thawLocal = (input: SnapshotInput, attempts: number) =>
 export const thawEscalated = (input: SnapshotInput) =>
   proxyActivities<Activities>({
     startToCloseTimeout: input.agentTimeoutSec * 1000 + 10_000,
-    retry: { initialInterval: '1s', maximumInterval: '10s', backoffCoefficient: 2 },
+    retry: RETRY.untilDone,
   });
 
 /*
@@ -75,7 +92,7 @@ export const imageOps = (hostQueue?: string) =>
     // Another host's bulk queue when the step needs that host's libvirtd (the VM migrated there).
     taskQueue: hostQueue ? bulkTaskQueue(hostQueue) : bulk(),
     startToCloseTimeout: '2m',
-    retry: { maximumAttempts: 5, initialInterval: '1s', nonRetryableErrorTypes: NON_RETRYABLE },
+    retry: RETRY.several,
   });
 
 /** Flatten: long, heartbeating; a retry restarts from a fresh clone (see flattenDisk). */
@@ -85,7 +102,7 @@ export const flattening = (input: SnapshotInput) =>
     startToCloseTimeout: input.flattenTimeoutMs,
     // Short enough that a dead worker's flatten is retried (from a fresh clone) within seconds.
     heartbeatTimeout: '10s',
-    retry: { maximumAttempts: 5, initialInterval: '2s', nonRetryableErrorTypes: NON_RETRYABLE },
+    retry: RETRY.copies,
   });
 
 /** Cleanup must finish: many retries, generous timeouts (a late-snapshot watch heartbeats). */
@@ -93,7 +110,7 @@ export const cleanup = () =>
   proxyActivities<Activities>({
     startToCloseTimeout: '10m',
     heartbeatTimeout: '30s',
-    retry: { maximumAttempts: 20, initialInterval: '1s', maximumInterval: '30s' },
+    retry: RETRY.mustFinish,
   });
 
 /** Retention after a successful run: lists and prunes a schedule's images, heartbeating per image. */
@@ -101,5 +118,52 @@ export const retention = () =>
   proxyActivities<Activities>({
     startToCloseTimeout: '10m',
     heartbeatTimeout: '1m',
-    retry: { maximumAttempts: 5, initialInterval: '2s', maximumInterval: '30s', nonRetryableErrorTypes: NON_RETRYABLE },
+    retry: RETRY.retention,
+  });
+
+/* restoreVm */
+
+/** Read-only planning. */
+export const restorePlanning = () => proxyActivities<Activities>({ startToCloseTimeout: '1m', retry: RETRY.few });
+
+/** Clone, flatten and verify share the host's bulk slots with snapshot copies. */
+export const restoreCopies = (input: RestoreInput) =>
+  proxyActivities<Activities>({
+    taskQueue: bulk(),
+    startToCloseTimeout: input.flatten ? '2h' : '10m',
+    heartbeatTimeout: '30s',
+    retry: RETRY.copies,
+  });
+
+/** Define and start: quick libvirt calls. */
+export const restoreDomainOps = () => proxyActivities<Activities>({ startToCloseTimeout: '1m', retry: RETRY.several });
+
+/** Waiting on the guest (shutdown, agent): bounded by the input's timeouts, heartbeating. */
+export const restoreWaits = (timeoutMs: number) =>
+  proxyActivities<Activities>({ startToCloseTimeout: timeoutMs + 30_000, heartbeatTimeout: '15s', retry: RETRY.few });
+
+/** The undo must finish. */
+export const restoreUndo = () => proxyActivities<Activities>({ startToCloseTimeout: '5m', retry: RETRY.mustFinish });
+
+/* The fleet queue */
+
+/** Registry reads and fleet bookkeeping: any worker of the fleet queue. */
+export const fleetOps = () => proxyActivities<Activities>({ taskQueue: FLEET_TASK_QUEUE, startToCloseTimeout: '10s', retry: RETRY.fleet });
+
+/** Reading and writing the catalog in Ceph: any worker of the fleet queue. */
+export const catalogOps = () => proxyActivities<Activities>({ taskQueue: FLEET_TASK_QUEUE, startToCloseTimeout: '1m', retry: RETRY.several });
+
+/** One host's answer, or none: a host that cannot take the task within 5 s is not waited for. */
+export const presenceOn = (taskQueue: string) => proxyActivities<Activities>({ taskQueue, scheduleToCloseTimeout: '5s', retry: RETRY.once });
+
+/** One host's answer, or none within 10 s: its silence keeps every disk asked about. */
+export const definedOn = (taskQueue: string) => proxyActivities<Activities>({ taskQueue, scheduleToCloseTimeout: '10s', retry: RETRY.once });
+
+/** The hand-off's thaw on one host: a host that does not take it within the bound is asked again on the next look, not waited on. */
+export const handOffThawOn = (taskQueue: string, agentTimeoutSec: number) =>
+  proxyActivities<Activities>({
+    taskQueue,
+    startToCloseTimeout: agentTimeoutSec * 1000 + 10_000,
+    scheduleToCloseTimeout: agentTimeoutSec * 1000 + 20_000,
+    retry: RETRY.once,
   });

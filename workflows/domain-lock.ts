@@ -13,6 +13,7 @@ import {
   startChild,
   workflowInfo,
 } from '@temporalio/workflow';
+import type { ChildWorkflowHandle } from '@temporalio/workflow';
 import { FailureType } from '../src/model/failures';
 import { lockWorkflowId } from '../src/model/naming';
 
@@ -115,53 +116,7 @@ export async function acquireDomainLock(domain: { name: string; uuid: string }, 
       }),
     );
   try {
-    let handle;
-    try {
-      handle = await start();
-    } catch (err) {
-      // A Reset terminates the run it replaces without terminating that run's lock (observed on
-      // Temporal 1.5.1's dev server): the lock still names this workflow id as its holder. Only
-      // one run of an id runs at a time, so that holder is gone: take the lock back.
-      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-      // patched(), never deprecated: a Reset run replays the events its replaced run wrote, where
-      // this branch was not taken (that run waited on a busy lock), and only patched() can say so.
-      if (isResetRun() && patched('vmsnap-lock-takeover')) {
-        handle = await takeOver(lockId, holder.workflowId, start, err);
-      } else if (patched(HOLDER_CHECK)) {
-        // Held by another workflow id: by a live run (busy), or by one a Reset replaced whose new
-        // run failed before it took the lock back (leaked: the check releases it).
-        handle = await startAfterHolderCheck(lockId, start, err);
-      } else {
-        throw err;
-      }
-    }
-    const child = handle;
-    return {
-      release: () =>
-        CancellationScope.nonCancellable(async () => {
-          try {
-            await child.signal(releaseLock);
-          } catch {
-            // After a Reset the lock's parent is the replaced run, so a child-only signal from
-            // this run fails: release it by its run id instead. Its completion is reported to
-            // that old parent, so there is no result to wait for here. (Deprecated patch,
-            // docs/versioning.md: no kept history predates it.)
-            deprecatePatch('vmsnap-lock-release-after-reset');
-            try {
-              await getExternalWorkflowHandle(lockId, child.firstExecutionRunId).signal(releaseLockFor, { workflowId: holder.workflowId });
-            } catch (again) {
-              log.warn('domain lock was already released', { lock: lockId, error: String(again) });
-            }
-            return;
-          }
-          try {
-            await child.result();
-          } catch (err) {
-            // Already gone (terminated by hand): the lock is free either way.
-            log.warn('domain lock was already released', { lock: lockId, error: String(err) });
-          }
-        }),
-    };
+    return heldLock(await startOrTakeBack(lockId, holder, start), lockId, holder);
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) {
       throw ApplicationFailure.nonRetryable(
@@ -172,6 +127,56 @@ export async function acquireDomainLock(domain: { name: string; uuid: string }, 
     }
     throw err;
   }
+}
+
+type LockChild = ChildWorkflowHandle<typeof domainLock>;
+
+/** The lock started for this run; or taken back from a run a Reset replaced, or from a leaked holder. */
+async function startOrTakeBack(lockId: string, holder: { workflowId: string }, start: () => Promise<LockChild>): Promise<LockChild> {
+  try {
+    return await start();
+  } catch (err) {
+    // A Reset terminates the run it replaces without terminating that run's lock (observed on
+    // Temporal 1.5.1's dev server): the lock still names this workflow id as its holder. Only
+    // one run of an id runs at a time, so that holder is gone: take the lock back.
+    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+    // patched(), never deprecated: a Reset run replays the events its replaced run wrote, where
+    // this branch was not taken (that run waited on a busy lock), and only patched() can say so.
+    if (isResetRun() && patched('vmsnap-lock-takeover')) return takeOver(lockId, holder.workflowId, start, err);
+    // Held by another workflow id: by a live run (busy), or by one a Reset replaced whose new
+    // run failed before it took the lock back (leaked: the check releases it).
+    if (patched(HOLDER_CHECK)) return startAfterHolderCheck(lockId, start, err);
+    throw err;
+  }
+}
+
+function heldLock(child: LockChild, lockId: string, holder: { workflowId: string }): HeldLock {
+  return {
+    release: () =>
+      CancellationScope.nonCancellable(async () => {
+        try {
+          await child.signal(releaseLock);
+        } catch {
+          // After a Reset the lock's parent is the replaced run, so a child-only signal from
+          // this run fails: release it by its run id instead. Its completion is reported to
+          // that old parent, so there is no result to wait for here. (Deprecated patch,
+          // docs/versioning.md: no kept history predates it.)
+          deprecatePatch('vmsnap-lock-release-after-reset');
+          try {
+            await getExternalWorkflowHandle(lockId, child.firstExecutionRunId).signal(releaseLockFor, { workflowId: holder.workflowId });
+          } catch (again) {
+            log.warn('domain lock was already released', { lock: lockId, error: String(again) });
+          }
+          return;
+        }
+        try {
+          await child.result();
+        } catch (err) {
+          // Already gone (terminated by hand): the lock is free either way.
+          log.warn('domain lock was already released', { lock: lockId, error: String(err) });
+        }
+      }),
+  };
 }
 
 /** Histories from before a contender asked a taken lock to check its holder. */

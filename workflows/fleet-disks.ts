@@ -1,10 +1,6 @@
-import { proxyActivities } from '@temporalio/workflow';
-import type { Activities } from '../activities';
 import { judgeAnswers } from '../src/model/fleet';
-import { fleetOps } from './locate';
+import { definedOn, fleetOps } from './activity-profiles';
 
-/** One host's answer, or none within 10 s: its silence keeps every disk asked about. */
-const definedOn = (taskQueue: string) => proxyActivities<Activities>({ taskQueue, scheduleToCloseTimeout: '10s', retry: { maximumAttempts: 1 } });
 
 /**
  * Before a host's reaper removes disks it made, every other host that is not lost says whether a

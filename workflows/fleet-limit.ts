@@ -35,33 +35,7 @@ export async function fleetLimit(init: { state?: LimitState; requests?: LimitReq
   let idleSince = Date.now();
 
   for (;;) {
-    const answers: Promise<void>[] = [];
-    for (let r = inbox.shift(); r; r = inbox.shift()) {
-      const req = r;
-      const out = requestTurn(s, req);
-      // 'held': a repeated request whose grant is standing; telling again costs one signal.
-      if (out !== 'queued') answers.push(tell(req, out === 'held' ? 'granted' : 'refused').then(() => undefined));
-    }
-    // Reserved before the signal goes out, so grants in flight count against the limit.
-    for (let r = nextTurn(s); r; r = nextTurn(s)) {
-      const req = r;
-      grant(s, req, Date.now());
-      answers.push(
-        tell(req, 'granted').then((delivered) => {
-          if (!delivered) releaseTurn(s, req.ticket);
-        }),
-      );
-    }
-    for (const h of pastLease(s, Date.now())) {
-      answers.push(
-        // By workflow id, not run: a run a Reset made past its grant replays that grant as its
-        // own without asking again (its ticket is the replaced run's), and still holds it.
-        stillRuns({ workflowId: h.workflowId }).then((runs) => {
-          if (runs) renewLease(s, h.ticket, Date.now());
-          else releaseTurn(s, h.ticket);
-        }),
-      );
-    }
+    const answers = settle(s, inbox);
     await Promise.all(answers);
     if (answers.length) continue; // a dropped holder or waiter may have freed a grant
 
@@ -77,6 +51,41 @@ export async function fleetLimit(init: { state?: LimitState; requests?: LimitReq
     if (wakeAt === undefined) await condition(woke);
     else await condition(woke, Math.max(1, wakeAt - Date.now()));
   }
+}
+
+/**
+ * Everything the queue owes now, as signals in flight: answers to new requests, grants to the
+ * next in line (reserved before the signal goes out, so grants in flight count against the
+ * limit), and a look at each holder past its lease. Drains `inbox`.
+ */
+function settle(s: LimitState, inbox: LimitRequest[]): Promise<void>[] {
+  const answers: Promise<void>[] = [];
+  for (let r = inbox.shift(); r; r = inbox.shift()) {
+    const req = r;
+    const out = requestTurn(s, req);
+    // 'held': a repeated request whose grant is standing; telling again costs one signal.
+    if (out !== 'queued') answers.push(tell(req, out === 'held' ? 'granted' : 'refused').then(() => undefined));
+  }
+  for (let r = nextTurn(s); r; r = nextTurn(s)) {
+    const req = r;
+    grant(s, req, Date.now());
+    answers.push(
+      tell(req, 'granted').then((delivered) => {
+        if (!delivered) releaseTurn(s, req.ticket);
+      }),
+    );
+  }
+  for (const h of pastLease(s, Date.now())) {
+    answers.push(
+      // By workflow id, not run: a run a Reset made past its grant replays that grant as its
+      // own without asking again (its ticket is the replaced run's), and still holds it.
+      stillRuns({ workflowId: h.workflowId }).then((runs) => {
+        if (runs) renewLease(s, h.ticket, Date.now());
+        else releaseTurn(s, h.ticket);
+      }),
+    );
+  }
+  return answers;
 }
 
 /** A signal to a closed run fails "not found": that run is gone and can hold nothing. */

@@ -1,9 +1,9 @@
 import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
-import { continueAsNew, proxyActivities, sleep } from '@temporalio/workflow';
-import type { Activities } from '../activities';
+import { continueAsNew, sleep } from '@temporalio/workflow';
 import type { FreezeObligation } from '../src/model/freeze-obligation';
 import type { ThawResult } from '../src/model/types';
-import { fleetOps, locate } from './locate';
+import { fleetOps, handOffThawOn } from './activity-profiles';
+import { locate } from './locate';
 
 export interface HandOffRequest {
   domainUuid: string;
@@ -26,15 +26,6 @@ export type HandOffResult =
   | { outcome: 'resolved' }
   /** Running nowhere: no host runs it and no QEMU has its disks open (rbd watchers). Nothing can be frozen. */
   | { outcome: 'nowhere'; message: string };
-
-/** A host that does not take the thaw within this bound is asked again on the next look, not waited on. */
-const thawOn = (taskQueue: string, agentTimeoutSec: number) =>
-  proxyActivities<Activities>({
-    taskQueue,
-    startToCloseTimeout: agentTimeoutSec * 1000 + 10_000,
-    scheduleToCloseTimeout: agentTimeoutSec * 1000 + 20_000,
-    retry: { maximumAttempts: 1 },
-  });
 
 /** Looks per run before continue-as-new: the history of a hand-off that waits days stays small. */
 const LOOKS_PER_RUN = 200;
@@ -81,10 +72,10 @@ async function thawThere(req: HandOffRequest, at: { host: string; taskQueue: str
     ...(req.freezeId ? { freezeId: req.freezeId } : {}),
   };
   try {
-    return await thawOn(at.taskQueue, req.agentTimeoutSec).thawArrivedGuest.executeWithOptions(summary, [arrived]);
+    return await handOffThawOn(at.taskQueue, req.agentTimeoutSec).thawArrivedGuest.executeWithOptions(summary, [arrived]);
   } catch (err) {
     if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === NOT_REGISTERED) {
-      return thawOn(at.taskQueue, req.agentTimeoutSec).thawGuest.executeWithOptions(summary, [{ ...arrived, thawedBy: 'handoff' }]);
+      return handOffThawOn(at.taskQueue, req.agentTimeoutSec).thawGuest.executeWithOptions(summary, [{ ...arrived, thawedBy: 'handoff' }]);
     }
     throw err;
   }

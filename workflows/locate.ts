@@ -1,19 +1,7 @@
-import { patched, proxyActivities, sleep } from '@temporalio/workflow';
-import type { Activities } from '../activities';
-import { FLEET_TASK_QUEUE, judgeAnswers, placeDomain } from '../src/model/fleet';
+import { patched, sleep } from '@temporalio/workflow';
+import { fleetOps, presenceOn } from './activity-profiles';
+import { judgeAnswers, placeDomain } from '../src/model/fleet';
 import type { Placement, Presence } from '../src/model/fleet';
-
-/** Registry reads and fleet bookkeeping: any worker of the fleet queue. */
-export const fleetOps = () =>
-  proxyActivities<Activities>({
-    taskQueue: FLEET_TASK_QUEUE,
-    startToCloseTimeout: '10s',
-    retry: { maximumAttempts: 5, initialInterval: '500ms', maximumInterval: '5s' },
-  });
-
-/** One host's answer, or none: a host that cannot take the task within 5 s is not waited for. */
-const presenceOn = (taskQueue: string) =>
-  proxyActivities<Activities>({ taskQueue, scheduleToCloseTimeout: '5s', retry: { maximumAttempts: 1 } });
 
 /**
  * Where the domain runs now: the hosts the fleet index names for it, and a bounded few whose

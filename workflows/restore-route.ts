@@ -1,7 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { proxyActivities, startChild, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
-import type { Activities } from '../activities';
-import { FLEET_TASK_QUEUE } from '../src/model/fleet';
+import { startChild, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { catalogOps } from './activity-profiles';
 import type { RestoreInput } from '../src/model/restore-input';
 import { placeRestore } from '../src/model/restore-placement';
 import type { RestoreResult } from '../src/model/restore-point';
@@ -9,14 +8,6 @@ import { SA } from '../src/model/search-attributes';
 import { unwrapChild } from './child-failure';
 import { askHosts, lookUntilSure } from './locate';
 import { Progress } from './progress';
-
-/** Reading the catalog from Ceph: any worker of the fleet queue. */
-const catalogOps = () =>
-  proxyActivities<Activities>({
-    taskQueue: FLEET_TASK_QUEUE,
-    startToCloseTimeout: '1m',
-    retry: { maximumAttempts: 3, initialInterval: '1s' },
-  });
 
 /**
  * restoreVm started on the fleet queue (the CLI's default, and what a backup system would start).

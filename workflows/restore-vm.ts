@@ -12,7 +12,7 @@ import { acquireDomainLock } from './domain-lock';
 import type { HeldLock } from './domain-lock';
 import { nameIdOf } from './name-id';
 import { Progress } from './progress';
-import { restoreCopies, restoreDomainOps, restorePlanning, restoreUndo, restoreWaits } from './restore-profiles';
+import { restoreCopies, restoreDomainOps, restorePlanning, restoreUndo, restoreWaits } from './activity-profiles';
 import { timed } from './timed';
 
 /**
@@ -34,16 +34,15 @@ export async function restoreVm(request: RestoreRequest): Promise<RestoreResult>
  */
 export async function restoreHere(input: RestoreInput): Promise<RestoreResult> {
   const info = workflowInfo();
-  const workflowId = nameIdOf(input);
-  const steps: Record<string, number> = {};
-  const progress = new Progress(input.as ?? input.domain);
+  const rc: RestoreContext = { workflowId: nameIdOf(input), input, steps: {}, progress: new Progress(input.as ?? input.domain) };
+  const { workflowId, steps, progress } = rc;
 
   progress.phase('plan');
   const planOnce = () =>
     restorePlanning().planRestore.executeWithOptions({ summary: `plan restore of ${input.domain} from ${input.from}` }, [{ workflowId, input }]);
   let plan = await timed(steps, 'plan', planOnce);
   upsertSearchAttributes([{ key: SA.domain, value: plan.domain.name }]);
-  if (plan.alreadyRestored) return finish(plan, [], true);
+  if (plan.alreadyRestored) return finish(rc, plan, [], true);
 
   // In place, the VM is held as a snapshot run holds it: a snapshot cannot copy a disk being
   // replaced (and become "latest"), nor can two restores race. Planned again under the lock, so
@@ -62,125 +61,141 @@ export async function restoreHere(input: RestoreInput): Promise<RestoreResult> {
     }
     if (plan.alreadyRestored) {
       await lock.release();
-      return finish(plan, [], true);
+      return finish(rc, plan, [], true);
     }
   }
   try {
-    return await restoreHeld(plan);
+    return await restoreHeld(rc, plan);
   } finally {
     await lock?.release();
   }
+}
 
-  async function restoreHeld(plan: RestorePlan): Promise<RestoreResult> {
-    const saga = new Compensations();
-    saga.add('undo restore', async () => {
-      await restoreUndo().undoRestore.executeWithOptions({ summary: `undo restore of ${plan.domain.name}` }, [{ workflowId, plan }]);
-    });
-    try {
-      if (plan.mode === 'in-place' && plan.wasRunning) {
-        progress.phase('stop');
-        await timed(steps, 'stop', () =>
-          restoreWaits(input.shutdownTimeoutMs).stopDomain.executeWithOptions({ summary: `shut down ${plan.domain.name}` }, [
-            { workflowId, plan, timeoutMs: input.shutdownTimeoutMs },
-          ]),
-        );
-      }
-      const settled = await Promise.allSettled(plan.disks.map((d) => copyDisk(d, input, progress, steps)));
-      const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
-      if (failed) throw failed.reason;
-      const sums = settled.map((s) => (s as PromiseFulfilledResult<string | undefined>).value);
+/** What every step of a restore reads: its name id, its input, its step timings and progress. */
+interface RestoreContext {
+  workflowId: string;
+  input: RestoreInput;
+  steps: Record<string, number>;
+  progress: Progress;
+}
 
-      progress.phase('define');
-      await timed(steps, 'define', () =>
-        restoreDomainOps().defineRestoredDomain.executeWithOptions(
-          { summary: plan.mode === 'as' ? `define ${plan.domain.name}` : `swap disks of ${plan.domain.name}` },
-          [{ workflowId, plan }],
-        ),
-      );
-      progress.phase('start');
-      await timed(steps, 'start', () =>
-        restoreDomainOps().startRestoredDomain.executeWithOptions({ summary: `start ${plan.domain.name}` }, [{ workflowId, plan }]),
-      );
-      progress.phase('ready');
-      await timed(steps, 'ready', () =>
-        restoreWaits(input.readyTimeoutMs).waitGuestReady.executeWithOptions({ summary: `wait for ${plan.domain.name}'s agent` }, [
-          { workflowId, plan, timeoutMs: input.readyTimeoutMs },
+/** (stop) → copy every disk → define → start → agent answers, with the undo registered first. */
+async function restoreHeld(rc: RestoreContext, plan: RestorePlan): Promise<RestoreResult> {
+  const { workflowId, input, steps, progress } = rc;
+  const saga = new Compensations();
+  saga.add('undo restore', async () => {
+    await restoreUndo().undoRestore.executeWithOptions({ summary: `undo restore of ${plan.domain.name}` }, [{ workflowId, plan }]);
+  });
+  try {
+    if (plan.mode === 'in-place' && plan.wasRunning) {
+      progress.phase('stop');
+      await timed(steps, 'stop', () =>
+        restoreWaits(input.shutdownTimeoutMs).stopDomain.executeWithOptions({ summary: `shut down ${plan.domain.name}` }, [
+          { workflowId, plan, timeoutMs: input.shutdownTimeoutMs },
         ]),
       );
-      if (input.throwaway) return await discard(plan, sums, input.throwaway);
-      return finish(plan, sums, false);
-    } catch (err) {
-      progress.phase('compensate');
-      await saga.run(err);
-      progress.phase('failed');
-      upsertSearchAttributes([{ key: SA.result, value: 'failed' }]);
-      throw err;
     }
+    const settled = await Promise.allSettled(plan.disks.map((d) => copyDisk(rc, d)));
+    const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+    if (failed) throw failed.reason;
+    const sums = settled.map((s) => (s as PromiseFulfilledResult<string | undefined>).value);
+    await bringUp(rc, plan);
+    if (input.throwaway) return await discard(rc, plan, sums, input.throwaway);
+    return finish(rc, plan, sums, false);
+  } catch (err) {
+    progress.phase('compensate');
+    await saga.run(err);
+    progress.phase('failed');
+    upsertSearchAttributes([{ key: SA.result, value: 'failed' }]);
+    throw err;
   }
+}
 
-  /**
-   * A throw-away copy (vmsnap verify): its check, then everything the restore made goes, through
-   * the same undo a failed restore runs. A failing check is an outcome, returned.
-   */
-  async function discard(p: RestorePlan, sums: (string | undefined)[], t: NonNullable<RestoreInput['throwaway']>): Promise<RestoreResult> {
-    const argv = t.check;
-    if (argv) progress.phase('check');
-    const check = argv
-      ? await timed(steps, 'check', () =>
-          restoreWaits(t.checkTimeoutMs).runGuestCheck.executeWithOptions({ summary: `check ${argv.join(' ')} in ${p.domain.name}` }, [
-            { workflowId, plan: p, argv, timeoutMs: t.checkTimeoutMs },
-          ]),
-        )
-      : undefined;
-    progress.phase('discard');
-    await timed(steps, 'discard', () =>
-      restoreUndo().undoRestore.executeWithOptions({ summary: `remove the copy ${p.domain.name}` }, [{ workflowId, plan: p }]),
-    );
-    return { ...finish(p, sums, false), ...(check ? { check } : {}), discarded: true };
-  }
+/** define → start → the guest agent answers. */
+async function bringUp({ workflowId, input, steps, progress }: RestoreContext, plan: RestorePlan): Promise<void> {
+  progress.phase('define');
+  await timed(steps, 'define', () =>
+    restoreDomainOps().defineRestoredDomain.executeWithOptions(
+      { summary: plan.mode === 'as' ? `define ${plan.domain.name}` : `swap disks of ${plan.domain.name}` },
+      [{ workflowId, plan }],
+    ),
+  );
+  progress.phase('start');
+  await timed(steps, 'start', () =>
+    restoreDomainOps().startRestoredDomain.executeWithOptions({ summary: `start ${plan.domain.name}` }, [{ workflowId, plan }]),
+  );
+  progress.phase('ready');
+  await timed(steps, 'ready', () =>
+    restoreWaits(input.readyTimeoutMs).waitGuestReady.executeWithOptions({ summary: `wait for ${plan.domain.name}'s agent` }, [
+      { workflowId, plan, timeoutMs: input.readyTimeoutMs },
+    ]),
+  );
+}
 
-  function finish(p: RestorePlan, sums: (string | undefined)[], reused: boolean): RestoreResult {
-    progress.phase('done');
-    upsertSearchAttributes([{ key: SA.result, value: 'succeeded' }]);
-    return {
-      workflowId,
-      mode: p.mode,
-      domain: p.domain,
-      from: { workflowId: p.fromWorkflowId, quiesced: p.quiesced, takenAt: p.takenAt },
-      disks: p.disks.map((d, i) => ({
-        target: d.target,
-        disk: rbdSpec(d.clone),
-        from: `${rbdSpec(d.image)}@${d.snap}`,
-        ...(d.previous ? { previous: rbdSpec(d.previous) } : {}),
-        flattened: input.flatten,
-        ...(sums[i] ? { sha256: sums[i] } : {}),
-      })),
-      kept: p.disks.flatMap((d) => (d.previous ? [rbdSpec(d.previous)] : [])),
-      ...(reused ? { reusedExisting: true } : {}),
-      stepsMs: steps,
-    };
-  }
+/**
+ * A throw-away copy (vmsnap verify): its check, then everything the restore made goes, through
+ * the same undo a failed restore runs. A failing check is an outcome, returned.
+ */
+async function discard(rc: RestoreContext, p: RestorePlan, sums: (string | undefined)[], t: NonNullable<RestoreInput['throwaway']>): Promise<RestoreResult> {
+  const { workflowId, steps, progress } = rc;
+  const argv = t.check;
+  if (argv) progress.phase('check');
+  const check = argv
+    ? await timed(steps, 'check', () =>
+        restoreWaits(t.checkTimeoutMs).runGuestCheck.executeWithOptions({ summary: `check ${argv.join(' ')} in ${p.domain.name}` }, [
+          { workflowId, plan: p, argv, timeoutMs: t.checkTimeoutMs },
+        ]),
+      )
+    : undefined;
+  progress.phase('discard');
+  await timed(steps, 'discard', () =>
+    restoreUndo().undoRestore.executeWithOptions({ summary: `remove the copy ${p.domain.name}` }, [{ workflowId, plan: p }]),
+  );
+  return { ...finish(rc, p, sums, false), ...(check ? { check } : {}), discarded: true };
+}
 
-  async function copyDisk(d: RestoreDiskPlan, inp: RestoreInput, prog: Progress, st: Record<string, number>): Promise<string | undefined> {
-    const req = { workflowId, disk: d, ...(inp.throwaway ? { throwaway: true } : {}) };
-    prog.phase('clone');
-    await timed(st, `clone:${d.target}`, () =>
-      restoreCopies(inp).cloneRestoreDisk.executeWithOptions({ summary: `clone ${rbdSpec(d.image)}@${d.snap} → ${rbdSpec(d.clone)}` }, [req]),
+function finish({ workflowId, input, steps, progress }: RestoreContext, p: RestorePlan, sums: (string | undefined)[], reused: boolean): RestoreResult {
+  progress.phase('done');
+  upsertSearchAttributes([{ key: SA.result, value: 'succeeded' }]);
+  return {
+    workflowId,
+    mode: p.mode,
+    domain: p.domain,
+    from: { workflowId: p.fromWorkflowId, quiesced: p.quiesced, takenAt: p.takenAt },
+    disks: p.disks.map((d, i) => ({
+      target: d.target,
+      disk: rbdSpec(d.clone),
+      from: `${rbdSpec(d.image)}@${d.snap}`,
+      ...(d.previous ? { previous: rbdSpec(d.previous) } : {}),
+      flattened: input.flatten,
+      ...(sums[i] ? { sha256: sums[i] } : {}),
+    })),
+    kept: p.disks.flatMap((d) => (d.previous ? [rbdSpec(d.previous)] : [])),
+    ...(reused ? { reusedExisting: true } : {}),
+    stepsMs: steps,
+  };
+}
+
+/** clone (→ flatten) (→ verify) of one disk; its sha256 when verified. */
+async function copyDisk({ workflowId, input, steps, progress }: RestoreContext, d: RestoreDiskPlan): Promise<string | undefined> {
+  const req = { workflowId, disk: d, ...(input.throwaway ? { throwaway: true } : {}) };
+  progress.phase('clone');
+  await timed(steps, `clone:${d.target}`, () =>
+    restoreCopies(input).cloneRestoreDisk.executeWithOptions({ summary: `clone ${rbdSpec(d.image)}@${d.snap} → ${rbdSpec(d.clone)}` }, [req]),
+  );
+  if (input.flatten) {
+    progress.phase('flatten');
+    await timed(steps, `flatten:${d.target}`, () =>
+      restoreCopies(input).flattenRestoreDisk.executeWithOptions({ summary: `flatten ${rbdSpec(d.clone)}` }, [req]),
     );
-    if (inp.flatten) {
-      prog.phase('flatten');
-      await timed(st, `flatten:${d.target}`, () =>
-        restoreCopies(inp).flattenRestoreDisk.executeWithOptions({ summary: `flatten ${rbdSpec(d.clone)}` }, [req]),
-      );
-      prog.flattened(d.target);
-    }
-    if (!inp.verify) return undefined;
-    prog.phase('verify');
-    const v = await timed(st, `verify:${d.target}`, () =>
-      restoreCopies(inp).verifyRestoreDisk.executeWithOptions({ summary: `verify ${rbdSpec(d.clone)}` }, [req]),
-    );
-    return v.sha256;
+    progress.flattened(d.target);
   }
+  if (!input.verify) return undefined;
+  progress.phase('verify');
+  const v = await timed(steps, `verify:${d.target}`, () =>
+    restoreCopies(input).verifyRestoreDisk.executeWithOptions({ summary: `verify ${rbdSpec(d.clone)}` }, [req]),
+  );
+  return v.sha256;
 }
 
 /** Histories from before in-place restores took the domain lock. Retire with ROUTED (workflows/fleet.ts). */

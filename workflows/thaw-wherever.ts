@@ -44,6 +44,8 @@ async function thawThere(req: ThawWhereverRequest, at: { host: string; taskQueue
   deprecatePatch(HANDOFF_ACTIVITY);
   try {
     // Not retried when unknown there: a frozen guest must not wait 2 minutes for a host's upgrade.
+    // Not a failure's retryability: the SDK's answer from a worker of a release without the activity.
+    // eslint-disable-next-line no-restricted-syntax
     return await thawOn(at.taskQueue, req.agentTimeoutSec, { nonRetryableErrorTypes: [NOT_REGISTERED] }).thawArrivedGuest.executeWithOptions(summary, [arrived]);
   } catch (err) {
     if (!(err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === NOT_REGISTERED)) throw err;

@@ -6,7 +6,7 @@ import type { VerifyRequest, VerifyResult } from '../src/model/verification';
 import { messageOf } from './failure-of';
 import { unwrapChild } from './child-failure';
 import type { Progress } from './progress';
-import { catalogOps } from './verify';
+import { catalogOps } from './activity-profiles';
 
 
 /**

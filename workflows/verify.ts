@@ -1,6 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { executeChild, proxyActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
-import type { Activities } from '../activities';
+import { executeChild, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { catalogOps } from './activity-profiles';
 import { FailureType } from '../src/model/failures';
 import { FLEET_TASK_QUEUE } from '../src/model/fleet';
 import { parseRestoreInput } from '../src/model/restore-input';
@@ -14,10 +14,6 @@ import { failureType, messageOf } from './failure-of';
 import { unwrapChild } from './child-failure';
 import { Progress } from './progress';
 import { timed } from './timed';
-
-/** Reading and writing the catalog in Ceph: any worker of the fleet queue. */
-export const catalogOps = () =>
-  proxyActivities<Activities>({ taskQueue: FLEET_TASK_QUEUE, startToCloseTimeout: '1m', retry: { maximumAttempts: 5, initialInterval: '1s' } });
 
 /**
  * vmsnap verify: does this image set restore to a VM that boots (and passes a check)? The set is

@@ -33,6 +33,7 @@ describe('lint layer rules, on planted violations', () => {
     ['workflows/planted.ts', "import { createActivities } from '../activities';\nexport const x = createActivities;\n", 'workflows import activity types only'],
     ['src/worker/planted.ts', "import { until } from '../../test/helpers/until';\nexport const x = until;\n", 'production code never imports test/'],
     ['activities/planted.ts', "import { execFile } from 'node:child_process';\nexport const run = (f: string) => execFile(f, { shell: true });\n", 'shell: true builds shell strings'],
+    ['workflows/planted.ts', "export const retry = { maximumAttempts: 3, nonRetryableErrorTypes: ['DomainNotFound'] };\n", 'retryability is decided at the activity edge'],
     ['src/cli/planted.ts', "import { execSync } from 'node:child_process';\nexport const x = execSync;\n", 'argv array'],
   ])('%s: %s is refused', async (file, code, expected) => {
     const found = await violations(file, code);
