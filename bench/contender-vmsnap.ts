@@ -13,6 +13,7 @@ import { removeOmapKey, openImage } from '../src/ceph';
 import { windowBreakdown } from '../src/model/freeze-window';
 import type { TimedCall } from '../src/model/freeze-window';
 import type { SnapshotRequest } from '../src/model/input';
+import type { PreFlushResult } from '../src/model/pre-flush';
 import { cephTestEnv } from '../support/ceph';
 import { OWNER_OBJECT, ownerKey } from '../src/model/owner-record';
 import type { SnapshotResult } from '../src/model/types';
@@ -65,6 +66,8 @@ export interface HistoryWindow {
   /** Between the local activities, inside the window: freeze return → snapshot start, snapshot return → thaw start. */
   freezeToSnapshotMs?: number;
   snapshotToThawMs?: number;
+  /** The pre-flush before the freeze (worker clock), when the worker ran one. */
+  preFlush?: PreFlushResult;
 }
 
 export async function windowFromHistory(client: Client, workflowId: string): Promise<HistoryWindow | undefined> {
@@ -72,6 +75,7 @@ export async function windowFromHistory(client: Client, workflowId: string): Pro
   let freeze: TimedCall | undefined;
   let snap: TimedCall | undefined;
   let thaw: TimedCall | undefined;
+  let preFlush: PreFlushResult | undefined;
   for (const e of history.events ?? []) {
     // Local-activity markers (`core_local_activity`) carry the activity's return value in `result`.
     const payloads = e.markerRecordedEventAttributes?.details?.result?.payloads;
@@ -82,11 +86,14 @@ export async function windowFromHistory(client: Client, workflowId: string): Pro
     } catch {
       continue;
     }
-    const v = value as { frozenFilesystems?: number; thawedFilesystems?: number; perDiskMs?: object; startedAt?: number; returnedAt?: number; thawedAt?: number };
+    const v = value as { frozenFilesystems?: number; thawedFilesystems?: number; perDiskMs?: object; startedAt?: number; returnedAt?: number; thawedAt?: number; preFlush?: PreFlushResult };
     if (!v?.startedAt || !v.returnedAt) continue;
     // As the result's window (src/model/snapshot-result.ts): the thaw ends at the thaw call's return.
     const call = { startedAt: v.startedAt, returnedAt: v.thawedAt ?? v.returnedAt };
-    if (typeof v.frozenFilesystems === 'number') freeze ??= call;
+    if (typeof v.frozenFilesystems === 'number' && !freeze) {
+      freeze = call;
+      preFlush = v.preFlush;
+    }
     if (v.perDiskMs && freeze) snap ??= call;
     if (typeof v.thawedFilesystems === 'number' && snap) thaw ??= call;
   }
@@ -97,6 +104,7 @@ export async function windowFromHistory(client: Client, workflowId: string): Pro
     thawReturnMs: thaw.returnedAt,
     freezeToSnapshotMs: b.between['freeze→snapshot'],
     snapshotToThawMs: b.between['snapshot→thaw'],
+    ...(preFlush ? { preFlush } : {}),
   };
 }
 
@@ -124,7 +132,7 @@ export function vmsnapContender(ctx: LabContext, client: Client, taskQueue: stri
             ...(abs?.snapshotToThawMs !== undefined ? { 'gap snap→thaw': abs.snapshotToThawMs } : {}),
           },
           ...(abs ? {} : { probeFromMs: run.startMs, probeToMs: run.endMs }),
-          extra: { workflowId: r.workflowId, e2eMs: run.e2eMs, stepsMs: r.stepsMs, stepsSumMs: stepsSum, windowFromHistory: !!abs },
+          extra: { workflowId: r.workflowId, e2eMs: run.e2eMs, stepsMs: r.stepsMs, stepsSumMs: stepsSum, windowFromHistory: !!abs, ...(abs?.preFlush ? { preFlush: abs.preFlush } : {}) },
         };
       } finally {
         await removeKeptSnapshots(ctx, r);

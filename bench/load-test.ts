@@ -16,7 +16,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
@@ -37,6 +37,8 @@ import { messageOf } from './freeze-window';
 import { floorContender } from './contender-floor';
 import { probeGap } from './probe-gap';
 import { summarize } from './stats';
+import { treeRss, TreePeaks } from './process-tree';
+import type { TreeRss } from './process-tree';
 import type { Summary } from './stats';
 
 export interface LoadOptions {
@@ -74,7 +76,42 @@ export interface LoadResult {
    */
   floor: { idle: Summary; underLoad: Summary; ratioP50: number };
   fullModeRuns: { e2eMs: number; stepsMs: Record<string, number> }[];
-  rssMiB: { workerPeak: number; workerIdle: number; withSnapshotterPeak: number; heapUsedPeak: number; heapTotalPeak: number };
+  rssMiB: {
+    workerPeak: number;
+    workerIdle: number;
+    /** Worker + every descendant (snapshotters, watchdogs), peak of the sums. */
+    withSnapshotterPeak: number;
+    heapUsedPeak: number;
+    heapTotalPeak: number;
+    /**
+     * The worker's process tree (process-tree.ts): at rest after its idle runs (median of 15
+     * samples over 3 s) and the peak of each figure over the whole test, in MiB.
+     */
+    tree: { idle: TreeMiB; peak: TreeMiB };
+  };
+}
+
+export interface TreeMiB {
+  worker: number;
+  total: number;
+  snapshotters: { count: number; mib: number };
+  watchdogs: { count: number; mib: number };
+  other: { count: number; mib: number };
+}
+
+function treeMiB(t: Pick<TreeRss, 'workerKiB' | 'totalKiB' | 'children'>): TreeMiB {
+  const m = (c: { count: number; kib: number }) => ({ count: c.count, mib: c.kib / 1024 });
+  return { worker: t.workerKiB / 1024, total: t.totalKiB / 1024, snapshotters: m(t.children.snapshotter), watchdogs: m(t.children.watchdog), other: m(t.children.other) };
+}
+
+/** The tree at rest: the median sample by total of `n` taken `everyMs` apart. */
+async function restingTree(pid: number, n = 15, everyMs = 200): Promise<TreeRss> {
+  const xs: TreeRss[] = [];
+  for (let i = 0; i < n; i++) {
+    xs.push(treeRss(pid));
+    await sleep(everyMs);
+  }
+  return xs.sort((a, b) => a.totalKiB - b.totalKiB)[Math.floor(n / 2)]!;
 }
 
 const ROOT = path.resolve(__dirname, '..');
@@ -82,23 +119,6 @@ const ROOT = path.resolve(__dirname, '..');
 const { distIsFresh } = require('../bin/source-stamp.js') as { distIsFresh(root: string): boolean };
 const quiet = (): void => undefined;
 const quietLogger = { log: quiet, trace: quiet, debug: quiet, info: quiet, warn: quiet, error: (m: string) => process.stderr.write(`${m}\n`) };
-
-function rssKiB(pid: number): number {
-  try {
-    const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) : 0;
-  } catch {
-    return 0;
-  }
-}
-
-function childPids(pid: number): number[] {
-  try {
-    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-  } catch {
-    return [];
-  }
-}
 
 /**
  * The worker as production runs it: compiled dist/ (rebuilt here when stale) and a prebuilt
@@ -221,14 +241,8 @@ export async function loadTest(ctx: LabContext, client: Client, g1: Guest, g3: G
   const worker = await startWorker(ctx.env, host, o.log);
   // Let the new process finish warming up (bundle load, connections) before the idle baseline.
   await sleep(5000);
-  let peakRss = 0;
-  let peakWithChild = 0;
-  const sampler = setInterval(() => {
-    const own = rssKiB(worker.pid);
-    const kids = childPids(worker.pid).reduce((a, p) => a + rssKiB(p), 0);
-    peakRss = Math.max(peakRss, own);
-    peakWithChild = Math.max(peakWithChild, own + kids);
-  }, 200);
+  const peaks = new TreePeaks();
+  const sampler = setInterval(() => peaks.add(treeRss(worker.pid)), 200);
   const vmsIo = await ctx.ioctx(ctx.env.pools.vm);
   const imagesIo = await ctx.ioctx(ctx.env.pools.image);
   const sources: string[] = [];
@@ -251,7 +265,8 @@ export async function loadTest(ctx: LabContext, client: Client, g1: Guest, g3: G
       o.log(`  idle g1 run ${i + 1}/${o.idleRuns}: window ${sample.hostWindowMs.toFixed(1)} ms, probe ${sample.probeGapMs?.toFixed(1) ?? '-'} ms; floor ${floorIdle[i]!.toFixed(1)} ms`);
       await sleep(300);
     }
-    const workerIdle = rssKiB(worker.pid);
+    const idleTree = await restingTree(worker.pid);
+    const workerIdle = idleTree.workerKiB;
 
     for (let i = 0; i < nRbd; i++) {
       const name = `bench-load-src-${tag}-${i}`;
@@ -360,11 +375,12 @@ export async function loadTest(ctx: LabContext, client: Client, g1: Guest, g3: G
       floor: { idle: summarize(floorIdle), underLoad: summarize(floorLoad), ratioP50: summarize(floorLoad).p50 / summarize(floorIdle).p50 },
       fullModeRuns,
       rssMiB: {
-        workerPeak: peakRss / 1024,
+        workerPeak: peaks.workerKiB / 1024,
         workerIdle: workerIdle / 1024,
-        withSnapshotterPeak: peakWithChild / 1024,
+        withSnapshotterPeak: peaks.totalKiB / 1024,
         heapUsedPeak: worker.heapPeak.heapUsed / 1048576,
         heapTotalPeak: worker.heapPeak.heapTotal / 1048576,
+        tree: { idle: treeMiB(idleTree), peak: treeMiB(peaks) },
       },
     };
   } finally {

@@ -13,11 +13,18 @@ export interface BenchOptions {
   loadWorkflows: number;
   pauseMs: number;
   outDir: string;
+  /** The write-load lane alone (write-load.ts): its dirty sizes (MiB per disk) and writer rate (MiB/s, 0 unpaced). */
+  writeLoad?: { sizes: number[]; rateMiBps: number };
 }
 
 export const USAGE = `npm run bench -- [--quick] [--runs N] [--guests 1disk,3disk] [--paxos 0.1,1.0]
     [--no-window] [--no-flatten] [--flatten-reps N] [--no-load] [--load-workflows N] [--pause-ms MS] [--out DIR]
-  --quick: 5 runs per contender, the 1-disk guest, paxos 0.1, flatten 1 rep, no load test.`;
+    [--write-load [--dirty 0,16,64,256] [--write-rate MiB/s]]
+  --quick: 5 runs per contender, the 1-disk guest, paxos 0.1, flatten 1 rep, no load test.
+  --write-load: only the write-load lane (the freeze window of a busy guest): before each run the
+    guest's writers write --dirty MiB on each data disk (at most --write-rate MiB/s each; 0 = unpaced);
+    floor, naive, vmsnap without and with its pre-flush, and the floor after sync / syncfs, interleaved.
+    --runs (default 5) and --guests (default 1disk) apply.`;
 
 export function parseOptions(argv: string[]): BenchOptions {
   const { values } = parseArgs({
@@ -34,6 +41,9 @@ export function parseOptions(argv: string[]): BenchOptions {
       'load-workflows': { type: 'string', default: '50' },
       'pause-ms': { type: 'string', default: '400' },
       out: { type: 'string', default: 'bench/results' },
+      'write-load': { type: 'boolean', default: false },
+      dirty: { type: 'string', default: '0,16,64,256' },
+      'write-rate': { type: 'string', default: '0' },
       help: { type: 'boolean', default: false },
     },
   });
@@ -41,7 +51,8 @@ export function parseOptions(argv: string[]): BenchOptions {
     console.log(USAGE);
     process.exit(0);
   }
-  const quick = values.quick;
+  const writeLoad = values['write-load'];
+  const quick = values.quick || writeLoad;
   const list = (s: string | undefined, d: string): string[] => (s ?? d).split(',').map((x) => x.trim()).filter(Boolean);
   const guests = list(values.guests, quick ? '1disk' : '1disk,3disk') as BenchOptions['guests'];
   for (const g of guests) if (g !== '1disk' && g !== '3disk') throw new Error(`--guests: ${g} is not 1disk or 3disk`);
@@ -49,17 +60,22 @@ export function parseOptions(argv: string[]): BenchOptions {
   if (paxos.some((p) => !Number.isFinite(p) || p <= 0)) throw new Error('--paxos: positive seconds, comma-separated');
   const runs = Number(values.runs ?? (quick ? 5 : 20));
   if (!Number.isInteger(runs) || runs < 1) throw new Error('--runs must be a positive integer');
+  const sizes = list(values.dirty, '0').map(Number);
+  if (sizes.some((n) => !Number.isInteger(n) || n < 0)) throw new Error('--dirty: whole MiB >= 0, comma-separated');
+  const rateMiBps = Number(values['write-rate']);
+  if (!Number.isFinite(rateMiBps) || rateMiBps < 0) throw new Error('--write-rate: MiB/s >= 0');
   return {
-    quick,
-    window: !values['no-window'],
+    quick: values.quick,
+    window: !values['no-window'] && !writeLoad,
     runs,
     guests,
     paxos,
-    flatten: !values['no-flatten'],
+    flatten: !values['no-flatten'] && !writeLoad,
     flattenReps: Number(values['flatten-reps'] ?? (quick ? 1 : 3)),
     load: !quick && !values['no-load'],
     loadWorkflows: Number(values['load-workflows']),
     pauseMs: Number(values['pause-ms']),
     outDir: values.out,
+    ...(writeLoad ? { writeLoad: { sizes: sizes.includes(0) ? sizes : [0, ...sizes], rateMiBps } } : {}),
   };
 }

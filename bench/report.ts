@@ -165,7 +165,14 @@ export function renderTables(configs: ConfigStats[], tgs: Target[], flatten?: Fl
           `; vmsnap / floor under load ${fmt(load.underLoad.host.p50 / load.floor.underLoad.p50, 2)}`,
       );
     }
-    lines.push(`  worker RSS: idle ${fmt(load.rssMiB.workerIdle)} MiB, peak ${fmt(load.rssMiB.workerPeak)} MiB; with its snapshotter child peak ${fmt(load.rssMiB.withSnapshotterPeak)} MiB`);
+    lines.push(`  worker RSS: idle ${fmt(load.rssMiB.workerIdle)} MiB, peak ${fmt(load.rssMiB.workerPeak)} MiB; with its child processes peak ${fmt(load.rssMiB.withSnapshotterPeak)} MiB`);
+    const tree = load.rssMiB.tree;
+    if (tree) {
+      const kids = (t: typeof tree.idle) =>
+        `snapshotters ${t.snapshotters.count} / ${fmt(t.snapshotters.mib)} MiB, watchdogs ${t.watchdogs.count} / ${fmt(t.watchdogs.mib)} MiB, other ${t.other.count} / ${fmt(t.other.mib)} MiB`;
+      lines.push(`  worker + children at rest: ${fmt(tree.idle.total)} MiB (worker ${fmt(tree.idle.worker)}; ${kids(tree.idle)})`);
+      lines.push(`  worker + children peak: ${fmt(tree.peak.total)} MiB (worker ${fmt(tree.peak.worker)}; each peak on its own: ${kids(tree.peak)})`);
+    }
     if (load.rssMiB.heapTotalPeak !== undefined) {
       lines.push(`  worker V8 heap: peak used ${fmt(load.rssMiB.heapUsedPeak)} MiB of ${fmt(load.rssMiB.heapTotalPeak)} MiB (the rest of the RSS is native: SDK core, librbd/librados, code)`);
     }

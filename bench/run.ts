@@ -10,6 +10,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createBigImage } from './big-image';
+import { DIRTY_FILE } from '../support/lab/dirty-writer';
 import type { BigImage } from './big-image';
 import type { Contender } from './contender';
 import { floorContender } from './contender-floor';
@@ -25,11 +26,14 @@ import type { LabContext } from './lab-context';
 import { ensureFreshBuild, loadTest } from './load-test';
 import type { LoadResult } from './load-test';
 import { parseOptions } from './options';
+import type { BenchOptions } from './options';
 import { getPaxos, setPaxos } from './paxos';
 import { writePlot, renderSvg } from './plot';
 import { configStats, renderTables, targets } from './report';
 import { startBenchWorker } from './worker';
 import type { BenchWorker } from './worker';
+import { renderWriteLoad, writeLoadLane, writeLoadTargets, writeLoadVariants } from './write-load';
+import type { WriteLoadResult } from './write-load';
 
 const LAB_PAXOS = 0.1;
 const ROOT = path.resolve(__dirname, '..');
@@ -47,6 +51,13 @@ function installSignalGuard(guests: string[], uri: string): void {
         execFileSync('virsh', ['-q', '-c', uri, 'domfsthaw', g], { stdio: 'ignore', timeout: 15_000 });
       } catch {
         // not frozen, or unreachable
+      }
+      // The write-load lane's files (its writers end by themselves within seconds).
+      const rm = { execute: 'guest-exec', arguments: { path: '/bin/busybox', arg: ['sh', '-c', `rm -f /mnt/*/${DIRTY_FILE}`] } };
+      try {
+        execFileSync('virsh', ['-q', '-c', uri, 'qemu-agent-command', g, JSON.stringify(rm)], { stdio: 'ignore', timeout: 15_000 });
+      } catch {
+        // no agent, or unreachable
       }
     }
     try {
@@ -66,6 +77,7 @@ async function main(): Promise<void> {
   const ctx: LabContext = await openLabContext();
   const guestNames = o.guests.map((g) => (g === '1disk' ? ctx.env.guests!.oneDisk : ctx.env.guests!.threeDisk));
   installSignalGuard([ctx.env.guests!.oneDisk, ctx.env.guests!.threeDisk], ctx.env.libvirt!.uri);
+  if (o.writeLoad) return writeLoadMain(ctx, o, o.writeLoad, guestNames, started);
   const paxosBefore = await getPaxos().catch(() => 'unknown');
   log(`bench: ${o.quick ? 'quick' : 'full'}; ${o.runs} runs per contender; guests ${guestNames.join(', ')}; paxos ${o.paxos.join(', ')} (now ${paxosBefore})`);
 
@@ -143,6 +155,49 @@ async function main(): Promise<void> {
   const head = configs.find((c) => c.disks === 1 && c.paxos === LAB_PAXOS) ?? configs[0];
   const ratio = head?.contenders.find((c) => c.contender === 'vmsnap')?.ratioToFloorP50;
   console.log(`freeze-window vmsnap/floor p50 = ${ratio !== undefined && Number.isFinite(ratio) ? ratio.toFixed(2) : 'n/a'}`);
+}
+
+/** `--write-load`: the write-load lane alone, on every guest asked for (write-load.ts). */
+async function writeLoadMain(ctx: LabContext, o: BenchOptions, wl: NonNullable<BenchOptions['writeLoad']>, guestNames: string[], started: Date): Promise<void> {
+  log(`bench: write-load lane; ${o.runs} rounds; dirty ${wl.sizes.join(', ')} MiB per disk; writers ${wl.rateMiBps || 'unpaced'}; guests ${guestNames.join(', ')}; paxos ${await getPaxos().catch(() => 'unknown')}`);
+  const results: WriteLoadResult[] = [];
+  const errors: string[] = [];
+  // Two workers of the same build: the product's default pre-flush, and none.
+  const withPreFlush = await startBenchWorker(ctx.env);
+  const without = await startBenchWorker(ctx.env, { VMSNAP_PRE_FLUSH_TIMEOUT_MS: '0' });
+  try {
+    const variants = writeLoadVariants(
+      {
+        floor: floorContender(ctx),
+        naive: naiveContender(ctx),
+        vmsnapNoPreFlush: vmsnapContender(ctx, without.client, without.taskQueue),
+        vmsnapPreFlush: vmsnapContender(ctx, withPreFlush.client, withPreFlush.taskQueue),
+      },
+      ctx,
+    );
+    for (const name of guestNames) {
+      const guest = await ctx.guest(name);
+      log(`bench: ${name}: warm-up round (not recorded)`);
+      await writeLoadLane(ctx, guest, variants, { runs: 1, sizes: [0], rateMiBps: wl.rateMiBps, pauseMs: o.pauseMs, log: () => undefined }).catch((err: unknown) => errors.push(`${name} warm-up: ${String(err)}`));
+      results.push(await writeLoadLane(ctx, guest, variants, { runs: o.runs, sizes: wl.sizes, rateMiBps: wl.rateMiBps, pauseMs: Math.max(o.pauseMs, 500), log }));
+    }
+  } finally {
+    await withPreFlush.stop().catch(() => undefined);
+    await without.stop().catch(() => undefined);
+    await ctx.close();
+  }
+  mkdirSync(path.resolve(ROOT, o.outDir), { recursive: true });
+  const base = path.resolve(ROOT, o.outDir, `bench-write-load-${started.toISOString().replace(/[:.]/g, '-')}`);
+  writeFileSync(`${base}.json`, JSON.stringify({ started: started.toISOString(), options: o, errors, results, targets: results.map(writeLoadTargets) }, null, 2));
+  for (const r of results) console.log(renderWriteLoad(r));
+  if (errors.length) console.log(`\nsections that failed:\n  ${errors.join('\n  ')}`);
+  console.log(`\nresults: ${base}.json`);
+  for (const r of results) {
+    const pf = r.cells.find((c) => c.variant === 'vmsnap-pf' && c.mib === 64);
+    const idle = r.cells.find((c) => c.variant === 'vmsnap-pf' && c.mib === 0);
+    const floor = r.cells.find((c) => c.variant === 'floor' && c.mib === 64);
+    if (pf && idle && floor) console.log(`write-load ${r.guest} 64 MiB: vmsnap/its idle p50 = ${(pf.host.p50 / idle.host.p50).toFixed(2)}, vmsnap/floor p50 = ${(pf.host.p50 / floor.host.p50).toFixed(2)}`);
+  }
 }
 
 main().then(

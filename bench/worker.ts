@@ -16,9 +16,10 @@ export interface BenchWorker {
   stop(): Promise<void>;
 }
 
-export async function startBenchWorker(env: LabEnv): Promise<BenchWorker> {
+/** `settings`: worker settings as the environment would give them (e.g. VMSNAP_PRE_FLUSH_TIMEOUT_MS). */
+export async function startBenchWorker(env: LabEnv, settings: NodeJS.ProcessEnv = {}): Promise<BenchWorker> {
   const host = `bench-${randomUUID().slice(0, 8)}`;
-  const config = labWorkerConfig(env, host);
+  const config = labWorkerConfig(env, host, settings);
   const sink = { write: () => true } as unknown as NodeJS.WritableStream;
   const hw = await createHostWorker(config, jsonLogger({ host }, sink));
   const running = hw.run();
