@@ -59,6 +59,7 @@ export class Metrics {
   readonly freezeWindow = this.histogram('vmsnap_freeze_window_seconds', 'Freeze windows ended on this host, in seconds: the freeze call\'s start to the thaw that ended it (the run\'s or its compensation\'s, the guard\'s, the sweeper\'s, reconcile\'s at start, or an arrival thaw\'s of a guest that migrated here frozen).', FREEZE_WINDOW_BUCKETS);
   readonly guestsFrozen = this.gauge('vmsnap_guests_frozen', 'Guests in a freeze window of vmsnap on this host right now (window entries of the freeze journal, read at scrape).');
   readonly oldestFreezeAge = this.gauge('vmsnap_oldest_freeze_age_seconds', 'Age of the oldest freeze window open on this host (its journal entry\'s arming time to the scrape), in seconds; 0 when none is open.');
+  readonly oldestFreezeDeadline = this.gauge('vmsnap_oldest_freeze_deadline_seconds', 'Deadline of the oldest freeze window open on this host: how long after its arming its guard thaws it (the run\'s freezeDeadlineMs), in seconds; 0 when none is open. The guest is frozen past its deadline when vmsnap_oldest_freeze_age_seconds exceeds it.');
   readonly thaws = this.counter('vmsnap_thaws_total', 'Thaws that ended a freeze on this host, by the layer that thawed (workflow, compensation, guard, reconcile, sweeper, handoff, arrival).', ['layer']);
   readonly failures = this.counter('vmsnap_failures_total', 'Freeze and snapshot calls that failed on this host, by step (freeze, snapshot, snapshot-timeout).', ['step']);
   readonly snapshotDuration = this.histogram('vmsnap_snapshot_seconds', 'The snapshot call of every disk of a run (inside the freeze window), in seconds.', SNAPSHOT_BUCKETS);
@@ -191,11 +192,17 @@ export function hostMetrics(): Metrics {
   m.buildInfo.set({ version: VERSION, node: process.version }, 1);
   m.guestsFrozen.set(0);
   m.oldestFreezeAge.set(0);
+  m.oldestFreezeDeadline.set(0);
   m.cephUp.set(0);
   m.temporalUp.set(0);
   for (const layer of WORKER_THAW_LAYERS) m.thaws.inc({ layer }, 0);
   for (const step of ['freeze', 'snapshot', 'snapshot-timeout']) m.failures.inc({ step }, 0);
   m.runs.inc({ outcome: 'succeeded', failure_type: 'none' }, 0);
+  m.runs.inc({ outcome: 'cancelled', failure_type: 'none' }, 0);
+  // increase() cannot see a counter series born at 1: without these, the first failure of each
+  // type after a worker start would never reach an alert.
+  for (const type of FAILURE_TYPES) m.runs.inc({ outcome: 'failed', failure_type: type }, 0);
+  m.runs.inc({ outcome: 'failed', failure_type: 'other' }, 0);
   for (const quiesced of ['true', 'false']) m.snapshots.inc({ quiesced }, 0);
   return m;
 }

@@ -173,8 +173,8 @@ describe('the journal at each scrape', () => {
     const stateDir = mkdtempSync(path.join(os.tmpdir(), 'vmsnap-journal-'));
     const journal = new FreezeJournal(stateDir);
     const now = Date.now();
-    await journal.write(entry({ domainUuid: '11111111-1111-4111-8111-111111111111', frozenAt: now - 12_500 }));
-    await journal.write(entry({ domainUuid: '22222222-2222-4222-8222-222222222222', frozenAt: now - 2_000 }));
+    await journal.write(entry({ domainUuid: '11111111-1111-4111-8111-111111111111', frozenAt: now - 12_500, deadlineAt: now - 2_500 }));
+    await journal.write(entry({ domainUuid: '22222222-2222-4222-8222-222222222222', frozenAt: now - 2_000, deadlineAt: now + 28_000 }));
     await journal.write(entry({ domainUuid: '33333333-3333-4333-8333-333333333333', frozenAt: now - 60_000, mode: 'watch' }));
     const bad = path.join(journal.dir, '44444444-4444-4444-8444-444444444444.json');
     writeFileSync(bad, '{"torn');
@@ -184,6 +184,8 @@ describe('the journal at each scrape', () => {
     const text = await m.render();
     expect(sample(text, 'vmsnap_guests_frozen')).toBe(2);
     expect(sample(text, 'vmsnap_oldest_freeze_age_seconds')).toBe(12.5);
+    // The oldest window's own deadline (10 s), not the younger one's (30 s): the pair an alert compares.
+    expect(sample(text, 'vmsnap_oldest_freeze_deadline_seconds')).toBe(10);
     expect(existsSync(bad)).toBe(true);
 
     for (const e of await journal.entries()) await journal.remove(e.domainUuid);
@@ -191,6 +193,7 @@ describe('the journal at each scrape', () => {
     const after = await m.render();
     expect(sample(after, 'vmsnap_guests_frozen')).toBe(0);
     expect(sample(after, 'vmsnap_oldest_freeze_age_seconds')).toBe(0);
+    expect(sample(after, 'vmsnap_oldest_freeze_deadline_seconds')).toBe(0);
   });
 
   it('a journal not made yet is an empty one; one that cannot be read says NaN, not 0', async () => {
@@ -206,5 +209,7 @@ describe('the journal at each scrape', () => {
     n.onScrape(journalGauges(new FreezeJournal(broken), quiet));
     await n.collect(1_000);
     expect(sample(await n.render(), 'vmsnap_guests_frozen')).toBeNaN();
+    // prom-client writes `Nan`; Prometheus parses any case.
+    expect(await n.render()).toMatch(/\nvmsnap_oldest_freeze_deadline_seconds nan\n/i);
   });
 });

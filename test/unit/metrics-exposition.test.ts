@@ -76,6 +76,7 @@ describe('/metrics follows Prometheus’s conventions', () => {
         'vmsnap_freeze_window_seconds',
         'vmsnap_guests_frozen',
         'vmsnap_oldest_freeze_age_seconds',
+        'vmsnap_oldest_freeze_deadline_seconds',
         'vmsnap_thaws_total',
         'vmsnap_flatten_seconds',
         'vmsnap_flatten_size_bytes',
@@ -91,6 +92,10 @@ describe('/metrics follows Prometheus’s conventions', () => {
     expect(text).toContain('vmsnap_thaws_total{layer="workflow"} 0\n');
     expect(text).toContain('vmsnap_snapshots_total{quiesced="true"} 0\n');
     expect(text).toContain('vmsnap_freeze_window_seconds_count 0\n');
+    expect(text).toContain('vmsnap_oldest_freeze_deadline_seconds 0\n');
+    // Every failure type at 0, so increase() in an alert sees a type's first failure.
+    for (const type of [...Object.values(FailureType), 'Timeout', 'other']) expect(text).toContain(`vmsnap_runs_total{outcome="failed",failure_type="${type}"} 0\n`);
+    expect(text).toContain('vmsnap_runs_total{outcome="cancelled",failure_type="none"} 0\n');
   });
 
   it('the freeze window’s buckets resolve 0.05 s … 30 s; a flatten’s reach past an hour', async () => {
