@@ -37,6 +37,10 @@ PACKAGES=(
   systemd
   # test/integration/release-install.test.ts: the clean Debian 12 root the release installs into
   mmdebstrap
+  # deploy/prometheus/: promtool checks and unit-tests the shipped rules
+  # (test/unit/prometheus-rules.test.ts); test/integration/prometheus-alerts.test.ts runs a private
+  # Prometheus with them against a lab worker
+  prometheus
 )
 
 missing_packages() {
@@ -65,6 +69,30 @@ install_packages() {
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
     "${missing[@]}"
   say "$WHO" "apt: installed ${#missing[@]} packages in $(elapsed "$t") s"
+  quiet_packaged_daemons "${missing[@]}"
+}
+
+# Debian's prometheus package starts its own daemon on :9090 at install (its init script where
+# policy-rc.d allows it, or its systemd unit) and enables it at boot. vmsnap runs only private
+# Prometheus processes on free ports, so that daemon would be a stray service on a port others may
+# want: stopped and disabled here, only when this run installed the package (a Prometheus someone
+# runs on purpose is not ours to stop).
+quiet_packaged_daemons() {
+  local pkg
+  local sudo=()
+  ((EUID == 0)) || sudo=(sudo)
+  for pkg in "$@"; do
+    [[ "$pkg" == prometheus ]] || continue
+    if [[ -d /run/systemd/system ]]; then
+      "${sudo[@]}" systemctl disable --now prometheus.service >/dev/null 2>&1 || true
+    else
+      "${sudo[@]}" /etc/init.d/prometheus stop >/dev/null 2>&1 || true
+      # Works without systemd running: removes the unit's link and the SysV rc links.
+      "${sudo[@]}" systemctl disable prometheus.service >/dev/null 2>&1 ||
+        "${sudo[@]}" update-rc.d prometheus disable >/dev/null 2>&1 || true
+    fi
+    say "$WHO" "apt: the packaged prometheus service is stopped and disabled (vmsnap runs its own)"
+  done
 }
 
 find_go() {
