@@ -15,6 +15,10 @@
 # Environment: LAB_DIR, CEPH_MON_PORT (default 3300: a plain "127.0.0.1:3300" mon address, as
 # libvirt's <host name port> gives to QEMU, is read as msgr2 only for port 3300),
 # PAXOS_PROPOSE_INTERVAL (default 0.1; Ceph's own default is 1.0), CEPH_OSD_SIZE (sparse, 20G).
+# CEPH_INSTANCE=NAME (lowercase letters and digits) makes a second cluster beside the lab's, as
+# lab/dr.sh does for its DR cluster: its own fsid, state in $LAB_DIR/ceph-NAME, env keys
+# CEPH_<NAME>_* in env.d/ceph-NAME.env, pools CEPH_POOLS (default "vms images"); the caller picks
+# its CEPH_MON_PORT. Every subcommand then acts on that cluster only.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -26,8 +30,18 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # fails ("failed to decode CephXAuthenticate: End of buffer", handle_auth_bad_method).
 unset CEPH_ARGS CEPH_CONF CEPH_KEYRING
 
-WHO=ceph
-CEPH_DIR="$LAB_DIR/ceph"
+INSTANCE="${CEPH_INSTANCE:-}"
+if [[ -z "$INSTANCE" ]]; then
+  WHO=ceph
+  ENV_PREFIX=CEPH_
+  POOLS=(vms images other)
+else
+  [[ "$INSTANCE" =~ ^[a-z][a-z0-9]{0,15}$ ]] || die ceph "CEPH_INSTANCE must be lowercase letters and digits: $INSTANCE"
+  WHO="ceph-$INSTANCE"
+  ENV_PREFIX="CEPH_${INSTANCE^^}_"
+  read -r -a POOLS <<<"${CEPH_POOLS:-vms images}"
+fi
+CEPH_DIR="$LAB_DIR/$WHO"
 CONF="$CEPH_DIR/ceph.conf"
 ADMIN_KEYRING="$CEPH_DIR/ceph.client.admin.keyring"
 VMSNAP_KEYRING="$CEPH_DIR/ceph.client.vmsnap.keyring"
@@ -38,7 +52,6 @@ OSD_PIDFILE="$CEPH_DIR/run/osd.$OSD_ID.pid"
 OSD_LOG="$CEPH_DIR/log/osd.$OSD_ID.log"
 MON_ASOK="$CEPH_DIR/run/mon.$MON_ID.asok"
 BOOTSTRAPPED="$CEPH_DIR/.bootstrapped"
-POOLS=(vms images other)
 CLI_TIMEOUT=30
 
 ceph_cli() { timeout "$CLI_TIMEOUT" ceph -c "$CONF" --id admin "$@"; }
@@ -208,19 +221,20 @@ bootstrap() {
 }
 
 write_ceph_env() {
-  write_env ceph <<EOF
-CEPH_CONF $CONF
-CEPH_ID admin
-CEPH_KEYRING $ADMIN_KEYRING
-CEPH_VMSNAP_ID vmsnap
-CEPH_VMSNAP_KEYRING $VMSNAP_KEYRING
-CEPH_MON_HOST 127.0.0.1
-CEPH_MON_PORT $(mon_port)
-CEPH_LOG_DIR $CEPH_DIR/log
-VMSNAP_VM_POOL vms
-VMSNAP_IMAGE_POOL images
-VMSNAP_OTHER_POOL other
+  {
+    sed "s/^/$ENV_PREFIX/" <<EOF
+CONF $CONF
+ID admin
+KEYRING $ADMIN_KEYRING
+VMSNAP_ID vmsnap
+VMSNAP_KEYRING $VMSNAP_KEYRING
+MON_HOST 127.0.0.1
+MON_PORT $(mon_port)
+LOG_DIR $CEPH_DIR/log
 EOF
+    # Only the lab's own cluster names the pools (a second one mirrors them under the same names).
+    [[ -n "$INSTANCE" ]] || printf '%s\n' 'VMSNAP_VM_POOL vms' 'VMSNAP_IMAGE_POOL images' 'VMSNAP_OTHER_POOL other'
+  } | write_env "$WHO"
 }
 
 cmd_up() {
@@ -253,20 +267,20 @@ cmd_status() {
   if ((${#why[@]} == 0)); then
     CLI_TIMEOUT=15
     if rbd_works >/dev/null 2>&1; then
-      echo "ceph ok (mon v2:127.0.0.1:$(mon_port), paxos_propose_interval $(cmd_get_paxos 2>/dev/null || echo '?'))"
+      echo "$WHO ok (mon v2:127.0.0.1:$(mon_port), paxos_propose_interval $(cmd_get_paxos 2>/dev/null || echo '?'))"
       return 0
     fi
     why+=("rbd create/remove in vms failed")
   fi
   local IFS=';'
-  echo "ceph down: ${why[*]}"
+  echo "$WHO down: ${why[*]}"
   return 1
 }
 
 cmd_down() {
   stop_pidfile "$OSD_PIDFILE" ceph-osd 30
   stop_pidfile "$MON_PIDFILE" ceph-mon 15
-  rm -rf "$CEPH_DIR" "$ENV_D/ceph.env"
+  rm -rf "$CEPH_DIR" "$ENV_D/$WHO.env"
   say "$WHO" "stopped and removed $CEPH_DIR"
 }
 

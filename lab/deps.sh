@@ -15,6 +15,8 @@ TEMPORAL_MODULE="github.com/temporalio/cli/cmd/temporal@$TEMPORAL_VERSION"
 PACKAGES=(
   # Ceph: mon, OSD, the ceph/rbd CLIs, librbd for the native addon
   ceph-mon ceph-osd ceph-common librbd-dev librados-dev
+  # the DR site (lab/dr.sh): Ceph's mirroring daemon, pulling the lab's vms pool into a second cluster
+  rbd-mirror
   # libvirt + QEMU (TCG) with the RBD block driver
   libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients libvirt-dev
   qemu-system-x86 qemu-block-extra qemu-utils

@@ -4,6 +4,7 @@
 #
 #   lab/lab.sh up       install what is missing (lab/deps.sh), then bring every component up, in
 #                       order; idempotent: running components are kept. Writes $LAB_DIR/env.
+#   lab/lab.sh up --dr  the same, plus the DR site (lab/dr.sh: a second Ceph cluster and rbd-mirror)
 #   lab/lab.sh status   one line per component; exit 1 if any is down
 #   lab/lab.sh down     any lab worker left running (lab/worker.sh) stopped, every component down
 #                       in reverse order, then remove $LAB_DIR
@@ -25,9 +26,10 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 WHO=lab
-# debian (lab/debian.sh, the distribution guest) is brought up by the tests that need it, not by
-# default; down takes it down with the rest.
-ALL_COMPONENTS=(ceph temporal libvirt guests debian)
+# debian (lab/debian.sh, the distribution guest) and dr (lab/dr.sh, the DR site) are brought up by
+# the tests that need them (or `up --dr`), not by default; down takes them down with the rest, dr
+# first (it removes its peer entry from the lab's cluster).
+ALL_COMPONENTS=(ceph temporal libvirt guests debian dr)
 DEFAULT_COMPONENTS=(ceph temporal libvirt guests)
 # LAB_COMPONENTS="ceph temporal" brings up only those (e.g. a benchmark that needs no guests).
 read -r -a COMPONENTS <<<"${LAB_COMPONENTS:-${DEFAULT_COMPONENTS[*]}}"
@@ -171,6 +173,8 @@ cmd_up() {
 
 cmd_status() {
   local c rc=0 line
+  # The DR site is reported once something brought it up.
+  [[ -d "$LAB_DIR/ceph-dr" && " ${COMPONENTS[*]} " != *" dr "* ]] && COMPONENTS+=(dr)
   for c in "${COMPONENTS[@]}"; do
     present "$c" || continue
     if line="$(bash "$(component_script "$c")" status 2>&1)"; then
@@ -218,6 +222,12 @@ main() {
   local lock
   case "${1:-}" in
     up | down)
+      if [[ "$1" == up && "${2:-}" == --dr && " ${COMPONENTS[*]} " != *" dr "* ]]; then
+        COMPONENTS+=(dr)
+      elif [[ -n "${2:-}" ]]; then
+        echo "usage: lab/lab.sh up [--dr]|status|down" >&2
+        exit 2
+      fi
       # One up/down at a time per lab dir; the lock lives outside $LAB_DIR, which down removes.
       lock="${TMPDIR:-/tmp}/vmsnap-lab-$(printf '%s' "$LAB_DIR" | md5sum | cut -c1-12).lock"
       exec 9>"$lock"
@@ -226,7 +236,7 @@ main() {
       ;;
     status) cmd_status ;;
     *)
-      echo "usage: lab/lab.sh up|status|down" >&2
+      echo "usage: lab/lab.sh up [--dr]|status|down" >&2
       exit 2
       ;;
   esac
