@@ -1,33 +1,12 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
 import type { BrowserContext, Page } from 'playwright-core';
+import { startChromium } from '../../support/lab/chromium';
 
-/**
- * Debian's Chromium (`apt-get install chromium`, listed in lab/deps.sh). playwright-core never
- * downloads a browser: it drives this binary. CHROMIUM_PATH overrides it.
- */
-export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+export { CHROMIUM_PATH } from '../../support/lab/chromium';
 
 /** Screenshots and other browser artifacts (gitignored). */
 export const ARTIFACTS_DIR = path.resolve(__dirname, '../../test-artifacts');
-
-/**
- * Chromium must not phone home: on a closed network its background connections (component
- * updates, sync, field trials, QUIC probes) are refused and slow or break page loads.
- */
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--disable-dev-shm-usage',
-];
 
 export interface HeadlessBrowser {
   context: BrowserContext;
@@ -38,28 +17,7 @@ export interface HeadlessBrowser {
 }
 
 export async function launchChromium(opts: { viewport?: { width: number; height: number } } = {}): Promise<HeadlessBrowser> {
-  if (!existsSync(CHROMIUM_PATH)) {
-    throw new Error(`no Chromium at ${CHROMIUM_PATH}: install it with \`apt-get install -y --no-install-recommends chromium\` (lab/deps.sh does)`);
-  }
-  // A fresh profile (--user-data-dir) per launch: no state leaks between runs, nothing is written
-  // to $HOME. Playwright takes it as launchPersistentContext's argument, not as a flag.
-  const userDataDir = mkdtempSync(path.join(os.tmpdir(), 'vmsnap-chromium-'));
-  let context: BrowserContext;
-  try {
-    context = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: CHROMIUM_PATH,
-      headless: true,
-      args: CHROMIUM_ARGS,
-      timeout: 60_000,
-      viewport: opts.viewport ?? { width: 1600, height: 1000 },
-    });
-  } catch (err) {
-    rmSync(userDataDir, { recursive: true, force: true });
-    throw err;
-  }
-  context.setDefaultTimeout(30_000);
-  context.setDefaultNavigationTimeout(60_000);
-  const page = context.pages()[0] ?? (await context.newPage());
+  const { context, page, close } = await startChromium(opts);
   mkdirSync(ARTIFACTS_DIR, { recursive: true });
   return {
     context,
@@ -69,9 +27,6 @@ export async function launchChromium(opts: { viewport?: { width: number; height:
       await page.screenshot({ path: file, fullPage: true });
       return file;
     },
-    async close(): Promise<void> {
-      await context.close().catch(() => undefined);
-      rmSync(userDataDir, { recursive: true, force: true });
-    },
+    close,
   };
 }
