@@ -15,6 +15,7 @@
         "native/metadata.cc",
         "native/io.cc",
         "native/group.cc",
+        "native/mirror.cc",
         "native/sha256.cc"
       ],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],

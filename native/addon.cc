@@ -56,6 +56,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   RegisterMetadata(env, exports);
   RegisterIo(env, exports);
   RegisterGroup(env, exports);
+  RegisterMirror(env, exports);
   exports.Set("trimMemory", Napi::Function::New(env, TrimMemory, "trimMemory"));
   return exports;
 }

@@ -223,5 +223,6 @@ void RegisterFlatten(Napi::Env env, Napi::Object exports);
 void RegisterMetadata(Napi::Env env, Napi::Object exports);
 void RegisterIo(Napi::Env env, Napi::Object exports);
 void RegisterGroup(Napi::Env env, Napi::Object exports);
+void RegisterMirror(Napi::Env env, Napi::Object exports);
 
 }  // namespace vmsnap

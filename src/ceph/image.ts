@@ -4,6 +4,10 @@ import { isNotFound, rbdCall } from './errors';
 import { flatten, type FlattenOptions } from './flatten';
 import { runLongCall, type LongCallOptions } from './long-call';
 import { getMetadata, listMetadata, removeMetadata, setMetadata } from './metadata';
+import {
+  createMirrorSnap, disableMirroring, enableMirroring, getMirrorInfo, getMirrorMode, getMirrorStatus,
+  getSnapMirrorNamespace, type MirrorImageMode, type MirrorInfo, type MirrorStatus, type SnapMirrorNamespace,
+} from './mirror';
 import { native, type NativeHandle } from './native';
 import {
   createSnap, isSnapProtected, listSnaps, protectSnap, removeSnap, snapExists, unprotectSnap,
@@ -105,6 +109,13 @@ export class Image {
   listMetadata(): Promise<Record<string, string>> { return listMetadata(this); }
   removeMetadata(key: string): Promise<void> { return removeMetadata(this, key); }
   flatten(o?: FlattenOptions): Promise<void> { return flatten(this, o); }
+  enableMirroring(mode: MirrorImageMode): Promise<void> { return enableMirroring(this, mode); }
+  disableMirroring(o?: { force?: boolean }): Promise<void> { return disableMirroring(this, o); }
+  getMirrorInfo(): Promise<MirrorInfo> { return getMirrorInfo(this); }
+  getMirrorMode(): Promise<MirrorImageMode> { return getMirrorMode(this); }
+  createMirrorSnap(): Promise<number> { return createMirrorSnap(this); }
+  getMirrorStatus(): Promise<MirrorStatus> { return getMirrorStatus(this); }
+  getSnapMirrorNamespace(snapId: number): Promise<SnapMirrorNamespace> { return getSnapMirrorNamespace(this, snapId); }
 }
 
 /** rbd_list2: image names in the pool/namespace of `io`. */

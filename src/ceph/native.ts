@@ -87,6 +87,31 @@ export interface NativeBinding {
   groupSnapCreate(io: NativeHandle, group: string, snap: string): Promise<void>;
   groupSnapRemove(io: NativeHandle, group: string, snap: string): Promise<void>;
   groupSnapList(io: NativeHandle, group: string): Promise<{ name: string; state: string }[]>;
+
+  mirrorImageEnable(image: NativeHandle, mode: 'snapshot' | 'journal'): Promise<void>;
+  mirrorImageDisable(image: NativeHandle, force: boolean): Promise<void>;
+  mirrorImageGetInfo(image: NativeHandle): Promise<NativeMirrorInfo>;
+  mirrorImageGetMode(image: NativeHandle): Promise<'journal' | 'snapshot'>;
+  mirrorImageCreateSnapshot(image: NativeHandle): Promise<number>;
+  mirrorImageGetGlobalStatus(image: NativeHandle): Promise<{
+    name: string;
+    info: NativeMirrorInfo;
+    siteStatuses: { mirrorUuid: string; state: string; description: string; lastUpdate: number; up: boolean }[];
+  }>;
+  snapGetMirrorNamespace(image: NativeHandle, snapId: number): Promise<{
+    state: string;
+    mirrorPeerUuids: string[];
+    complete: boolean;
+    primaryMirrorUuid: string;
+    primarySnapId: number;
+    lastCopiedObjectNumber: number;
+  }>;
+}
+
+export interface NativeMirrorInfo {
+  globalId: string;
+  state: 'disabling' | 'enabled' | 'disabled';
+  primary: boolean;
 }
 
 const ADDON = path.join('build', 'Release', 'vmsnap_rbd.node');

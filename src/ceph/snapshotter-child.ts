@@ -1,7 +1,7 @@
 import { RadosCluster, type IoCtx } from './cluster';
 import { RbdError } from './errors';
 import { openImage, type Image } from './image';
-import type { FromChild, SnapOp, SnapRequest, ToChild, WireError } from './snapshotter-protocol';
+import type { FromChild, MirrorState, ReplyValue, SnapOp, SnapRequest, ToChild, WireError } from './snapshotter-protocol';
 
 /*
  * The snapshotter's child process: keeps one cluster connection open and serves snapshot
@@ -65,14 +65,22 @@ async function withImage<T>(req: SnapRequest, fn: (image: Image) => Promise<T>):
   }
 }
 
-function serve(op: SnapOp, req: SnapRequest): Promise<boolean | undefined> {
+function serve(op: SnapOp, req: SnapRequest): Promise<ReplyValue | undefined> {
   if (op === 'ping') return Promise.resolve(true);
   return withImage(req, async (image) => {
     if (op === 'create') await image.createSnap(req.snap);
     else if (op === 'remove') await image.removeSnap(req.snap);
     else if (op === 'exists') return image.snapExists(req.snap);
+    else if (op === 'mirror-snap') return image.createMirrorSnap();
+    else if (op === 'mirror-state') return mirrorState(image);
     return undefined;
   });
+}
+
+async function mirrorState(image: Image): Promise<MirrorState> {
+  const { state, primary } = await image.getMirrorInfo();
+  if (state !== 'enabled') return { state, primary };
+  return { state, primary, mode: await image.getMirrorMode() };
 }
 
 process.on('message', (m: ToChild) => {

@@ -1,5 +1,8 @@
 import { Snapshotter } from './snapshotter';
-import type { BoundOptions, CreateSnapsResult, RemoveSnapsResult, SnapFailure, SnapRequest, SnapshotterOptions } from './snapshotter';
+import type {
+  BoundOptions, CreateMirrorSnapsResult, CreateSnapsResult, MirrorState, RemoveSnapsResult, SnapFailure, SnapRequest,
+  SnapshotterOptions,
+} from './snapshotter';
 
 /*
  * One snapshotter child per VM in flight (a "lane"), so that one VM's hung lock owner costs only
@@ -75,6 +78,14 @@ export class SnapshotterPool {
 
   createSnaps(requests: SnapRequest[], o: LaneOptions): Promise<CreateSnapsResult> {
     return this.onLane(o.lane ?? laneKey(requests), (s) => s.createSnaps(requests, o));
+  }
+
+  createMirrorSnaps(requests: SnapRequest[], o: LaneOptions): Promise<CreateMirrorSnapsResult> {
+    return this.onLane(o.lane ?? laneKey(requests), (s) => s.createMirrorSnaps(requests, o));
+  }
+
+  mirrorStates(requests: SnapRequest[], o: LaneOptions): Promise<Map<SnapRequest, MirrorState>> {
+    return this.onLane(o.lane ?? laneKey(requests), (s) => s.mirrorStates(requests, o));
   }
 
   removeSnaps(requests: SnapRequest[], o: LaneOptions): Promise<RemoveSnapsResult> {

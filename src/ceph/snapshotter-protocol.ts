@@ -9,7 +9,18 @@ export interface SnapRequest {
   snap: string;
 }
 
-export type SnapOp = 'create' | 'remove' | 'exists' | 'open' | 'ping';
+/** `snap` is ignored by open, ping, mirror-snap (librbd names mirror snapshots) and mirror-state. */
+export type SnapOp = 'create' | 'remove' | 'exists' | 'open' | 'ping' | 'mirror-snap' | 'mirror-state';
+
+/** An image's mirroring as the 'mirror-state' op reads it; `mode` only when it is enabled. */
+export interface MirrorState {
+  state: 'disabling' | 'enabled' | 'disabled';
+  primary: boolean;
+  mode?: 'snapshot' | 'journal';
+}
+
+/** exists: boolean; mirror-snap: the snapshot's id; mirror-state: a MirrorState. */
+export type ReplyValue = boolean | number | MirrorState;
 
 export type ToChild =
   | { type: 'init'; options: ConnectOptions; idleCloseMs: number }
@@ -24,5 +35,5 @@ export interface WireError {
 export type FromChild =
   | { type: 'ready'; addrs: string }
   | { type: 'fatal'; error: WireError }
-  | { type: 'result'; id: number; ok: true; value?: boolean }
+  | { type: 'result'; id: number; ok: true; value?: ReplyValue }
   | { type: 'result'; id: number; ok: false; error: WireError };

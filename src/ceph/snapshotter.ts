@@ -3,9 +3,9 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { ConnectOptions, RadosCluster } from './cluster';
 import { RbdError } from './errors';
-import type { FromChild, SnapOp, SnapRequest, ToChild, WireError } from './snapshotter-protocol';
+import type { FromChild, MirrorState, ReplyValue, SnapOp, SnapRequest, ToChild, WireError } from './snapshotter-protocol';
 
-export type { SnapRequest } from './snapshotter-protocol';
+export type { MirrorState, SnapRequest } from './snapshotter-protocol';
 
 /*
  * Bounded snapshot calls (Ceph 16 hazard: unresponsive lock owner).
@@ -60,6 +60,12 @@ export interface CreateSnapsResult {
   timedOut: boolean;
 }
 
+/** As {@link CreateSnapsResult}, for mirror snapshots: librbd names them, the result has their ids. */
+export interface CreateMirrorSnapsResult extends CreateSnapsResult {
+  /** Per created request: the new mirror snapshot's id on its image. */
+  snapIds: Map<SnapRequest, number>;
+}
+
 export interface RemoveSnapsResult {
   removed: SnapRequest[];
   /** ENOENT: there was no such snapshot. */
@@ -70,7 +76,7 @@ export interface RemoveSnapsResult {
   timedOut: boolean;
 }
 
-type Reply = { ok: true; value?: boolean } | { ok: false; error: RbdError };
+type Reply = { ok: true; value?: ReplyValue } | { ok: false; error: RbdError };
 
 interface Child {
   proc: ChildProcess;
@@ -141,6 +147,41 @@ export class Snapshotter {
       notSent: r.notSent,
       timedOut: r.timedOut,
     };
+  }
+
+  /**
+   * rbd_mirror_image_create_snapshot for each request's image (`snap` is ignored), in parallel, in
+   * the child, bounded like {@link createSnaps}: a mirror snapshot of a live image goes through
+   * its lock owner as a snapshot does. A late one is a mirror snapshot like any other: rbd-mirror
+   * copies it and librbd prunes it in its turn (rbd_mirroring_max_mirroring_snapshots).
+   */
+  async createMirrorSnaps(requests: SnapRequest[], o: BoundOptions): Promise<CreateMirrorSnapsResult> {
+    const r = await this.runBatch('mirror-snap', requests, o.timeoutMs);
+    const created = r.answered.filter((a) => a.reply.ok);
+    return {
+      created: created.map((a) => a.request),
+      snapIds: new Map(created.map((a) => [a.request, (a.reply as { value: number }).value])),
+      replyMs: new Map(r.answered.map((a) => [a.request, a.ms])),
+      failed: r.answered.flatMap((a) => (a.reply.ok ? [] : [{ request: a.request, error: a.reply.error }])),
+      mayCompleteLate: r.unanswered,
+      notSent: r.notSent,
+      timedOut: r.timedOut,
+    };
+  }
+
+  /**
+   * rbd_mirror_image_get_info (+ rbd_mirror_image_get_mode when enabled) for each request's image,
+   * bounded; rejects with the first error, or ETIMEDOUT when the deadline passes.
+   */
+  async mirrorStates(requests: SnapRequest[], o: BoundOptions): Promise<Map<SnapRequest, MirrorState>> {
+    const r = await this.runBatch('mirror-state', requests, o.timeoutMs);
+    const out = new Map<SnapRequest, MirrorState>();
+    for (const a of r.answered) {
+      if (!a.reply.ok) throw a.reply.error;
+      out.set(a.request, a.reply.value as MirrorState);
+    }
+    if (out.size < requests.length) throw new RbdError(r.timedOut ? 110 : 5, 'rbd_mirror_image_get_info');
+    return out;
   }
 
   /** rbd_snap_remove for each request, bounded; ENOENT counts as `absent`. */

@@ -235,6 +235,47 @@ function labHost(raw: Record<string, string>, need: (key: string) => string, inf
   };
 }
 
+/** The lab's DR site (lab/dr.sh): a second Ceph cluster whose rbd-mirror pulls the lab's `vms` pool. */
+export interface LabDrEnv {
+  readonly conf: string;
+  readonly adminId: string;
+  readonly adminKeyring: string;
+  /** `profile rbd` on the DR cluster's vms and images pools: what a worker reads the DR site with. */
+  readonly vmsnapId: string;
+  readonly vmsnapKeyring: string;
+  /** The mirrored pool, under the same name on both clusters. */
+  readonly pool: string;
+  /** The DR site's name (`rbd mirror pool info`), the lab cluster's is `lab`. */
+  readonly site: string;
+  readonly mirrorLog: string;
+}
+
+/**
+ * The DR site's keys, from the files lab/dr.sh writes (env.d/ceph-dr.env, env.d/dr.env): the tests
+ * that need it start it themselves, and only lab:up assembles `env`.
+ *
+ * @throws {@link LabNotUpError} when the DR site is not up.
+ */
+export function loadLabDrEnv(dir: string = defaultLabDir()): LabDrEnv {
+  const raw: Record<string, string> = {};
+  for (const f of ['ceph-dr.env', 'dr.env']) {
+    const file = path.join(dir, 'env.d', f);
+    if (!existsSync(file)) throw new LabNotUpError(`the lab's DR site is not up: run bash lab/dr.sh up (no ${file})`);
+    Object.assign(raw, parseEnvFile(readFileSync(file, 'utf8')));
+  }
+  const written = (key: string): string => need(raw, key);
+  return {
+    conf: written('CEPH_DR_CONF'),
+    adminId: written('CEPH_DR_ID'),
+    adminKeyring: written('CEPH_DR_KEYRING'),
+    vmsnapId: written('CEPH_DR_VMSNAP_ID'),
+    vmsnapKeyring: written('CEPH_DR_VMSNAP_KEYRING'),
+    pool: written('VMSNAP_DR_POOL'),
+    site: written('VMSNAP_DR_SITE'),
+    mirrorLog: written('VMSNAP_DR_MIRROR_LOG'),
+  };
+}
+
 /** A lab hypervisor host's connection (lab/libvirt.sh): host A is the one every test used before B. */
 export interface LabHypervisor {
   /** Host id for its worker: task queue `vmsnap-<name>`. */
