@@ -1,4 +1,4 @@
-import { proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
+import { patched, proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
 import type { RetryPolicy } from '@temporalio/common';
 import type { Activities } from '../activities';
 import { FLEET_TASK_QUEUE } from '../src/model/fleet';
@@ -39,12 +39,22 @@ const RETRY = {
   untilDone: { initialInterval: '1s', maximumInterval: '10s', backoffCoefficient: 2 },
 } as const satisfies Record<string, RetryPolicy>;
 
-/** Read-only checks: cheap, retried a few times for transient connection errors. */
+/**
+ * Read-only checks (inspect the domain, check the target names), a few tries for transient
+ * connection errors. Local activities in the host worker — the run's own host, whose libvirtd
+ * they ask — since FEWER_ROUND_TRIPS: a server-tracked activity costs a schedule, a poll and a
+ * workflow task each. Histories from before it scheduled them on the host's queue.
+ */
 export const inspection = () =>
-  proxyActivities<Activities>({
-    startToCloseTimeout: '30s',
-    retry: RETRY.few,
-  });
+  patched(FEWER_ROUND_TRIPS)
+    ? proxyLocalActivities<Activities>({ startToCloseTimeout: '30s', retry: RETRY.few })
+    : proxyActivities<Activities>({ startToCloseTimeout: '30s', retry: RETRY.few });
+
+/**
+ * Histories from before a run's checks were local activities and its limit turns were released
+ * together, without a workflow task per release (docs/versioning.md).
+ */
+export const FEWER_ROUND_TRIPS = 'vmsnap-fewer-round-trips';
 
 /** The freeze window: no automatic retry — a blind re-freeze or re-snapshot is never safe. */
 export const freezeWindow = (input: SnapshotInput) =>

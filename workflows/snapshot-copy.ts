@@ -4,7 +4,7 @@ import { SA } from '../src/model/search-attributes';
 import { quiesceRecord, snapshotResult, windowSteps } from '../src/model/snapshot-result';
 import type { Capture, CopiedDisk } from '../src/model/snapshot-result';
 import type { DiskPlan, FleetLimits, InspectResult, SnapshotPlan, SnapshotResult } from '../src/model/types';
-import { cleanup, flattening, imageOps, prepareLocal } from './activity-profiles';
+import { FEWER_ROUND_TRIPS, cleanup, flattening, imageOps, prepareLocal } from './activity-profiles';
 import { captureDisks } from './capture';
 import { failureType } from './failure-of';
 import { Compensations } from './compensations';
@@ -28,6 +28,7 @@ export async function snapshotAndCopy(ctx: RunContext, plan: SnapshotPlan, found
     // Fleet limits hold from before the freeze to after the thaw (never the copy).
     const slots = found.limits ? await timed(steps, 'slots', () => holdLimits(plan, found, found.limits!, id)) : [];
     let capture: Capture;
+    let turnsReleased: Promise<unknown> = Promise.resolve();
     try {
       // Right before the window, in the workflow task that runs it: a Reset to the last task
       // before the window must find this step ahead of it, not already done. (Deprecated patch,
@@ -40,7 +41,11 @@ export async function snapshotAndCopy(ctx: RunContext, plan: SnapshotPlan, found
       }
       capture = await captureDisks(ctx, plan, saga);
     } finally {
-      for (const s of slots.reverse()) await s.release();
+      // Since FEWER_ROUND_TRIPS all at once and not waited for here: the copies start in the same
+      // workflow task (a turn's release never fails: a limit that is not running holds nothing of
+      // ours). Before it, one after the other, each waited for.
+      if (patched(FEWER_ROUND_TRIPS)) turnsReleased = Promise.all(slots.map((s) => s.release()));
+      else for (const s of slots.reverse()) await s.release();
     }
     Object.assign(steps, windowSteps(capture));
     upsertSearchAttributes([{ key: SA.quiesced, value: capture.quiesced }]);
@@ -49,6 +54,7 @@ export async function snapshotAndCopy(ctx: RunContext, plan: SnapshotPlan, found
     if (imageDisks.length) saga.add('remove images', () => removeImages(id.nameId, imageDisks));
     // allSettled: on a failure, compensation must not race a sibling disk's running flatten.
     const settled = await Promise.allSettled(plan.disks.map((d) => copyDisk(ctx, d, plan, capture)));
+    await turnsReleased;
     const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
     if (failed) throw failed.reason;
     const copies = settled.map((s) => (s as PromiseFulfilledResult<CopiedDisk | undefined>).value);
@@ -70,9 +76,10 @@ async function copyDisk(ctx: RunContext, d: DiskPlan, plan: SnapshotPlan, captur
   const { id, input, steps, progress } = ctx;
   const record = quiesceRecord(capture);
   if (!d.image) {
-    await imageOps().finalizeDisk.executeWithOptions({ summary: `keep snapshot of ${d.target}` }, [
-      { source: d.source, snap: d.sourceSnap, ...record },
-    ]);
+    // Timed like an image's finalize: its owner-record writes are work, not orchestration.
+    await timed(steps, `finalize:${d.target}`, () =>
+      imageOps().finalizeDisk.executeWithOptions({ summary: `keep snapshot of ${d.target}` }, [{ source: d.source, snap: d.sourceSnap, ...record }]),
+    );
     return undefined;
   }
   const req = {

@@ -76,11 +76,22 @@ async function reset(workflowId: string, to: { type: 'FirstWorkflowTask' | 'Last
   return { handle: client.workflow.getHandle(workflowId, runId), eventId };
 }
 
-/** The WorkflowTaskCompleted event that scheduled checkTargets: the last reset point before the freeze. */
+/**
+ * The WorkflowTaskCompleted event of the task that ran checkTargets: the last reset point before
+ * the freeze. checkTargets is a local activity (a marker, recorded by that task) since
+ * vmsnap-fewer-round-trips; a server-tracked activity (scheduled by it) before.
+ */
 async function beforeFreezePoint(handle: WorkflowHandle): Promise<number> {
   const history = await handle.fetchHistory();
-  const ev = history.events!.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'checkTargets');
-  return Number(ev!.activityTaskScheduledEventAttributes!.workflowTaskCompletedEventId);
+  for (const e of history.events!) {
+    if (e.activityTaskScheduledEventAttributes?.activityType?.name === 'checkTargets') return Number(e.activityTaskScheduledEventAttributes.workflowTaskCompletedEventId);
+    const marker = e.markerRecordedEventAttributes;
+    const data = marker?.markerName === 'core_local_activity' ? marker.details?.data?.payloads?.[0]?.data : undefined;
+    if (data && (JSON.parse(Buffer.from(data).toString('utf8')) as { activity_type?: string }).activity_type === 'checkTargets') {
+      return Number(marker!.workflowTaskCompletedEventId);
+    }
+  }
+  throw new Error(`no checkTargets in ${handle.workflowId}'s history`);
 }
 
 function clearMarkers(): void {
