@@ -13,18 +13,23 @@ export interface BenchOptions {
   loadWorkflows: number;
   pauseMs: number;
   outDir: string;
+  /** Private copies of the lab guests (support/lab/scratch-guest.ts) instead of the shared ones. */
+  scratch: boolean;
   /** The write-load lane alone (write-load.ts): its dirty sizes (MiB per disk) and writer rate (MiB/s, 0 unpaced). */
   writeLoad?: { sizes: number[]; rateMiBps: number };
 }
 
 export const USAGE = `npm run bench -- [--quick] [--runs N] [--guests 1disk,3disk] [--paxos 0.1,1.0]
     [--no-window] [--no-flatten] [--flatten-reps N] [--no-load] [--load-workflows N] [--pause-ms MS] [--out DIR]
-    [--write-load [--dirty 0,16,64,256] [--write-rate MiB/s]]
+    [--write-load [--dirty 0,16,64,256] [--write-rate MiB/s]] [--scratch]
   --quick: 5 runs per contender, the 1-disk guest, paxos 0.1, flatten 1 rep, no load test.
   --write-load: only the write-load lane (the freeze window of a busy guest): before each run the
     guest's writers write --dirty MiB on each data disk (at most --write-rate MiB/s each; 0 = unpaced);
     floor, naive, vmsnap without and with its pre-flush, and the floor after sync / syncfs, interleaved.
-    --runs (default 5) and --guests (default 1disk) apply.`;
+    --runs (default 5) and --guests (default 1disk) apply.
+  --scratch: the freeze-window and write-load runs go to private copies of the lab guests (same
+    kernel, initramfs, agent, memory and disks; made for the run and removed after it) instead of
+    vmsnap-g1/g3, which other engineers' runs freeze too (the load test keeps the shared guests).`;
 
 export function parseOptions(argv: string[]): BenchOptions {
   const { values } = parseArgs({
@@ -42,6 +47,7 @@ export function parseOptions(argv: string[]): BenchOptions {
       'pause-ms': { type: 'string', default: '400' },
       out: { type: 'string', default: 'bench/results' },
       'write-load': { type: 'boolean', default: false },
+      scratch: { type: 'boolean', default: false },
       dirty: { type: 'string', default: '0,16,64,256' },
       'write-rate': { type: 'string', default: '0' },
       help: { type: 'boolean', default: false },
@@ -76,6 +82,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     loadWorkflows: Number(values['load-workflows']),
     pauseMs: Number(values['pause-ms']),
     outDir: values.out,
+    scratch: values.scratch,
     ...(writeLoad ? { writeLoad: { sizes: sizes.includes(0) ? sizes : [0, ...sizes], rateMiBps } } : {}),
   };
 }

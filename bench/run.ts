@@ -10,7 +10,9 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createBigImage } from './big-image';
-import { DIRTY_FILE } from '../support/lab/dirty-writer';
+import { stopWritersScript } from '../support/lab/dirty-writer';
+import { startScratchGuest } from '../support/lab/scratch-guest';
+import type { ScratchGuest } from '../support/lab/scratch-guest';
 import type { BigImage } from './big-image';
 import type { Contender } from './contender';
 import { floorContender } from './contender-floor';
@@ -42,8 +44,8 @@ function log(line: string): void {
   process.stderr.write(`${line}\n`);
 }
 
-/** Last resort on SIGINT/SIGTERM: thaw the guests and restore paxos, synchronously. */
-function installSignalGuard(guests: string[], uri: string): void {
+/** Last resort on SIGINT/SIGTERM: thaw the guests, remove private ones and restore paxos, synchronously. */
+function installSignalGuard(guests: string[], uri: string, scratch: readonly ScratchGuest[]): void {
   const guard = (sig: NodeJS.Signals): void => {
     log(`bench: ${sig}: thawing ${guests.join(', ')} and restoring paxos ${LAB_PAXOS}`);
     for (const g of guests) {
@@ -53,13 +55,14 @@ function installSignalGuard(guests: string[], uri: string): void {
         // not frozen, or unreachable
       }
       // The write-load lane's files (its writers end by themselves within seconds).
-      const rm = { execute: 'guest-exec', arguments: { path: '/bin/busybox', arg: ['sh', '-c', `rm -f /mnt/*/${DIRTY_FILE}`] } };
+      const rm = { execute: 'guest-exec', arguments: { path: '/bin/busybox', arg: ['sh', '-c', stopWritersScript()] } };
       try {
         execFileSync('virsh', ['-q', '-c', uri, 'qemu-agent-command', g, JSON.stringify(rm)], { stdio: 'ignore', timeout: 15_000 });
       } catch {
         // no agent, or unreachable
       }
     }
+    for (const g of scratch) g.removeSync();
     try {
       execFileSync('bash', [path.join(ROOT, 'lab/ceph.sh'), 'set-paxos', String(LAB_PAXOS)], { stdio: 'ignore', timeout: 60_000 });
     } catch {
@@ -75,8 +78,28 @@ async function main(): Promise<void> {
   const o = parseOptions(process.argv.slice(2));
   const started = new Date();
   const ctx: LabContext = await openLabContext();
-  const guestNames = o.guests.map((g) => (g === '1disk' ? ctx.env.guests!.oneDisk : ctx.env.guests!.threeDisk));
-  installSignalGuard([ctx.env.guests!.oneDisk, ctx.env.guests!.threeDisk], ctx.env.libvirt!.uri);
+  const scratch: ScratchGuest[] = [];
+  const shared = { '1disk': ctx.env.guests!.oneDisk, '3disk': ctx.env.guests!.threeDisk };
+  installSignalGuard(o.scratch && !o.load ? [] : Object.values(shared), ctx.env.libvirt!.uri, scratch);
+  try {
+    const guestNames: string[] = [];
+    for (const g of o.guests) {
+      if (!o.scratch) {
+        guestNames.push(shared[g]);
+        continue;
+      }
+      const s = await startScratchGuest(ctx.env, shared['1disk'], { disks: g === '1disk' ? 1 : 3 });
+      scratch.push(s);
+      guestNames.push(s.name);
+      log(`bench: ${s.name}: a private ${g} guest (the lab guests' image, 256 MiB), ready`);
+    }
+    await mainOn(ctx, o, guestNames, started);
+  } finally {
+    for (const s of scratch) await s.remove().catch((err: unknown) => log(`bench: removing ${s.name} failed: ${String(err)}`));
+  }
+}
+
+async function mainOn(ctx: LabContext, o: BenchOptions, guestNames: string[], started: Date): Promise<void> {
   if (o.writeLoad) return writeLoadMain(ctx, o, o.writeLoad, guestNames, started);
   const paxosBefore = await getPaxos().catch(() => 'unknown');
   log(`bench: ${o.quick ? 'quick' : 'full'}; ${o.runs} runs per contender; guests ${guestNames.join(', ')}; paxos ${o.paxos.join(', ')} (now ${paxosBefore})`);

@@ -13,6 +13,7 @@ import { busyboxSh, runInGuest } from './guest-run';
 /** The file wraps here: the data disks hold 52 MiB free beside the probe's log. */
 export const WRAP_MIB = 32;
 export const DIRTY_FILE = 'vmsnap-bench-dirty';
+const WRITERS_PID = '/run/vmsnap/bench-writers.pid';
 
 export interface DirtyResult {
   /** MiB written per disk. */
@@ -34,6 +35,7 @@ export function writerScript(mib: number, rateMiBps: number): string {
   const chunk = rateMiBps > 0 ? 1 : 4;
   const pause = rateMiBps > 0 ? `usleep ${Math.round(1_000_000 / rateMiBps)}` : ':';
   return [
+    `echo $$ > ${WRITERS_PID}`,
     `n=${mib}; w=${WRAP_MIB}; c=${chunk}`,
     'for d in $(cat /run/vmsnap/disks); do',
     `  ( f=/mnt/$d/${DIRTY_FILE}; i=0`,
@@ -45,6 +47,14 @@ export function writerScript(mib: number, rateMiBps: number): string {
     'wait',
     "grep -E '^(Dirty|Writeback):' /proc/meminfo",
   ].join('\n');
+}
+
+/**
+ * Stops writers still running (a bench interrupted mid-write) and removes their files: the writers'
+ * shells first, else a dd started after the rm would create its file again.
+ */
+export function stopWritersScript(): string {
+  return `p=$(cat ${WRITERS_PID} 2>/dev/null); [ -n "$p" ] && { pkill -P "$p"; kill "$p"; } 2>/dev/null; for d in $(cat /run/vmsnap/disks); do rm -f /mnt/$d/${DIRTY_FILE}; done; sync`;
 }
 
 /** `Dirty: 123 kB` / `Writeback: 4 kB` lines → KiB. */
@@ -61,6 +71,6 @@ export async function dirtyGuest(lv: LibvirtClient, dom: DomainRef, mib: number,
 
 /** Removes the writers' files (each run's freeze wrote them back; nothing is left dirty). */
 export async function removeDirtyFiles(lv: LibvirtClient, dom: DomainRef): Promise<void> {
-  const r = await runInGuest(lv, dom, busyboxSh(`for d in $(cat /run/vmsnap/disks); do rm -f /mnt/$d/${DIRTY_FILE}; done; sync`), { timeoutMs: 60_000 });
+  const r = await runInGuest(lv, dom, busyboxSh(stopWritersScript()), { timeoutMs: 60_000 });
   if (r.code !== 0) throw new Error(`removing the writers' files in ${dom.name} failed (exit ${r.code}): ${r.stderr.trim()}`);
 }

@@ -13,8 +13,8 @@ import type { Harness } from '../helpers/harness';
 import { ensureThawed, freezeStatus } from '../helpers/guest';
 import { quiescedTruthViolations } from '../helpers/truth';
 import { CephView } from '../helpers/ceph-inspect';
-import { startScratchGuest } from '../helpers/scratch-guest';
-import type { ScratchGuest } from '../helpers/scratch-guest';
+import { startScratchGuest } from '../../support/lab/scratch-guest';
+import type { ScratchGuest } from '../../support/lab/scratch-guest';
 import { until } from '../helpers/until';
 
 // The pre-flush (src/model/pre-flush.ts) on the real guests: it runs in the guest before the
