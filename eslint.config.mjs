@@ -43,7 +43,7 @@ export default tseslint.config(
               message: 'src/model is pure: workflows import it, so it imports nothing of the rest',
             },
             {
-              target: ['./src/libvirt', './src/ceph', './src/host', './src/safety', './src/restore'],
+              target: ['./src/libvirt', './src/ceph', './src/host', './src/safety', './src/restore', './src/retention'],
               from: ['./activities', './workflows'],
               message: 'adapters never import activities or workflows',
             },

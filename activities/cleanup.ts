@@ -5,8 +5,8 @@ import type { RbdLocation } from '../src/model/types';
 import type { ActivityDeps } from './deps';
 import { ownedBy } from './clone';
 import { during } from './step-error';
-import { removeSourceSnaps as removeSnaps } from './source-snaps';
-import { removeSnapIfPresent } from './snapshots';
+import { removeSourceSnaps as removeSnaps } from '../src/host/source-snaps';
+import { removeSnapIfPresent } from '../src/ceph/remove-snap';
 
 export interface RemoveImagesRequest {
   workflowId: string;

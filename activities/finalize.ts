@@ -7,7 +7,7 @@ import { META } from '../src/model/types';
 import type { RbdLocation } from '../src/model/types';
 import type { ActivityDeps } from './deps';
 import { during } from './step-error';
-import { readOwner, recordOwner, removeSourceSnaps } from './source-snaps';
+import { readOwner, recordOwner, removeSourceSnaps } from '../src/host/source-snaps';
 
 export interface FinalizeRequest {
   source: RbdLocation;

@@ -1,6 +1,6 @@
 import type { RbdLocation } from '../src/model/types';
 import type { ActivityDeps } from './deps';
-import { recordOwner, removeSourceSnaps } from './source-snaps';
+import { recordOwner, removeSourceSnaps } from '../src/host/source-snaps';
 
 export interface PrepareRequest {
   workflowId: string;

@@ -7,7 +7,7 @@ import { META } from '../src/model/types';
 import type { DiskPlan } from '../src/model/types';
 import type { ActivityDeps } from './deps';
 import { during } from './step-error';
-import { readOwner, sourceSnapExists } from './source-snaps';
+import { readOwner, sourceSnapExists } from '../src/host/source-snaps';
 
 export interface TargetsRequest {
   workflowId: string;

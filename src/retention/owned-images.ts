@@ -4,7 +4,7 @@ import { sameVm } from '../model/identity';
 import type { RunScope } from '../model/identity';
 import { IMAGE_SNAP } from '../model/naming';
 import { META } from '../model/types';
-import { removeSnapIfPresent } from '../../activities/snapshots';
+import { removeSnapIfPresent } from '../ceph/remove-snap';
 
 /*
  * Which images vmsnap may remove, and removing one. One rule for every remover: a schedule's

@@ -28,6 +28,7 @@ describe('lint layer rules, on planted violations', () => {
     ['src/host/planted.ts', "import { consistentSnapshot } from '../../workflows';\nexport const x = consistentSnapshot;\n", 'adapters never import activities or workflows'],
     ['src/libvirt/planted.ts', "import { createActivities } from '../../activities';\nexport const x = createActivities;\n", 'adapters never import activities or workflows'],
     ['src/ceph/planted.ts', "import { createActivities } from '../../activities';\nexport const x = createActivities;\n", 'adapters never import activities or workflows'],
+    ['src/retention/planted.ts', "import { removeSourceSnaps } from '../../activities/cleanup';\nexport const x = removeSourceSnaps;\n", 'adapters never import activities or workflows'],
     ['src/model/planted.ts', "import { loadConfig } from '../config';\nexport const x = loadConfig;\n", 'src/model is pure'],
     ['workflows/planted.ts', "import { readFileSync } from 'node:fs';\nexport const x = readFileSync;\n", 'workflow code must stay deterministic'],
     ['workflows/planted.ts', "import { createActivities } from '../activities';\nexport const x = createActivities;\n", 'workflows import activity types only'],

@@ -1,11 +1,10 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { laneKey, listOmapValues, removeOmapKey, setOmapValue } from '../src/ceph';
-import type { SnapRequest } from '../src/ceph';
-import { FailureType } from '../src/model/failures';
-import { OWNER_OBJECT, decodeOwnerRecord, encodeOwnerRecord, ownerKey, parseOwnerKey } from '../src/model/owner-record';
-import type { OwnerRecord } from '../src/model/owner-record';
-import type { RbdLocation } from '../src/model/types';
-import type { ActivityDeps } from './deps';
+import { laneKey, listOmapValues, removeOmapKey, setOmapValue } from '../ceph';
+import type { OmapCliOptions, SnapRequest, SnapshotterPool } from '../ceph';
+import { FailureType } from '../model/failures';
+import { OWNER_OBJECT, decodeOwnerRecord, encodeOwnerRecord, ownerKey, parseOwnerKey } from '../model/owner-record';
+import type { OwnerRecord } from '../model/owner-record';
+import type { RbdLocation } from '../model/types';
 
 /*
  * vmsnap's snapshots on live source images, without a librbd call in the worker's own session:
@@ -13,19 +12,25 @@ import type { ActivityDeps } from './deps';
  * owner record lives in the pool's vmsnap-owned omap object (no image lock involved).
  */
 
+/** What these calls need of a worker: the omap records' `rados` CLI and the VMs' snapshotter lanes. */
+export interface SourceSnapDeps {
+  radosCli: OmapCliOptions;
+  snapshotter: SnapshotterPool;
+}
+
 /** Bound of one lane call on a source image from cleanup paths (the snapshot itself has its own). */
 export const SOURCE_CALL_MS = 8000;
 
 const target = (loc: { pool: string; namespace?: string }) => ({ pool: loc.pool, namespace: loc.namespace, object: OWNER_OBJECT });
 const req = (source: RbdLocation, snap: string): SnapRequest => ({ pool: source.pool, namespace: source.namespace, image: source.image, snap });
 
-export async function recordOwner(deps: ActivityDeps, source: RbdLocation, snap: string, r: OwnerRecord): Promise<void> {
+export async function recordOwner(deps: SourceSnapDeps, source: RbdLocation, snap: string, r: OwnerRecord): Promise<void> {
   await setOmapValue(deps.radosCli, target(source), ownerKey(source.image, snap), encodeOwnerRecord(r));
 }
 
 /** The records of one pool (namespace), by image and snapshot. */
 export async function listOwners(
-  deps: ActivityDeps,
+  deps: SourceSnapDeps,
   loc: { pool: string; namespace?: string },
 ): Promise<{ image: string; snap: string; record: OwnerRecord | null }[]> {
   const out = [];
@@ -36,17 +41,17 @@ export async function listOwners(
   return out;
 }
 
-export async function readOwner(deps: ActivityDeps, source: RbdLocation, snap: string): Promise<OwnerRecord | null> {
+export async function readOwner(deps: SourceSnapDeps, source: RbdLocation, snap: string): Promise<OwnerRecord | null> {
   const all = await listOwners(deps, source);
   return all.find((o) => o.image === source.image && o.snap === snap)?.record ?? null;
 }
 
-export async function dropOwner(deps: ActivityDeps, source: RbdLocation, snap: string): Promise<void> {
+export async function dropOwner(deps: SourceSnapDeps, source: RbdLocation, snap: string): Promise<void> {
   await removeOmapKey(deps.radosCli, target(source), ownerKey(source.image, snap));
 }
 
 /** rbd_snap_exists in the VM's lane; a timeout is a retryable failure of the calling activity. */
-export async function sourceSnapExists(deps: ActivityDeps, source: RbdLocation, snap: string, lane?: string): Promise<boolean> {
+export async function sourceSnapExists(deps: SourceSnapDeps, source: RbdLocation, snap: string, lane?: string): Promise<boolean> {
   try {
     return await deps.snapshotter.snapExists(req(source, snap), { timeoutMs: SOURCE_CALL_MS, lane });
   } catch (err) {
@@ -61,7 +66,7 @@ export async function sourceSnapExists(deps: ActivityDeps, source: RbdLocation, 
  * watching for it. Anything not answered within the bound fails the activity (retryable).
  */
 export async function removeSourceSnaps(
-  deps: ActivityDeps,
+  deps: SourceSnapDeps,
   snaps: { source: RbdLocation; snap: string }[],
   o: { lateMayLand: boolean },
 ): Promise<string[]> {

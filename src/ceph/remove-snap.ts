@@ -1,4 +1,4 @@
-import type { Image } from '../src/ceph';
+import type { Image } from './image';
 
 /**
  * rbd_snap_unprotect (when protected) + rbd_snap_remove, if the snapshot is there at all. Returns
