@@ -1,4 +1,5 @@
 import { RadosCluster } from '../ceph';
+import { isPermissionDenied } from '../ceph/errors';
 import type { IoCtx } from '../ceph';
 import type { Config } from '../config';
 import { CliError, Exit } from './exit-codes';
@@ -10,7 +11,8 @@ export async function withCeph<T>(config: Config, fn: (open: (pool: string) => P
   try {
     cluster = await RadosCluster.connect({ conf, id, keyring, connectTimeoutSec: 10 });
   } catch (err) {
-    throw new CliError(`cannot connect to Ceph as client.${id}: ${(err as Error).message}`, Exit.unreachable);
+    const refused = isPermissionDenied(err);
+    throw new CliError(`${refused ? 'Ceph refused' : 'cannot connect to Ceph as'} client.${id}: ${(err as Error).message}`, refused ? Exit.authRefused : Exit.unreachable);
   }
   const opened: IoCtx[] = [];
   const open = async (pool: string): Promise<IoCtx> => {
@@ -19,11 +21,15 @@ export async function withCeph<T>(config: Config, fn: (open: (pool: string) => P
       opened.push(io);
       return io;
     } catch (err) {
-      throw new CliError(`cannot open pool ${pool}: ${(err as Error).message}`, Exit.badInput);
+      // No such pool is the caller's input; a key without caps on it is a refusal.
+      throw new CliError(`cannot open pool ${pool}: ${(err as Error).message}`, isPermissionDenied(err) ? Exit.authRefused : Exit.badInput);
     }
   };
   try {
-    return await fn(open);
+    return await fn(open).catch((err: unknown) => {
+      if (isPermissionDenied(err)) throw new CliError(`Ceph refused client.${id}: ${(err as Error).message} (its caps do not cover this)`, Exit.authRefused);
+      throw err;
+    });
   } finally {
     for (const io of opened) await io.close().catch(() => undefined);
     await cluster.shutdown().catch(() => undefined);

@@ -1,4 +1,4 @@
-import { ApplicationFailure, CancelledFailure, TemporalFailure, TerminatedFailure, TimeoutFailure } from '@temporalio/common';
+import { ApplicationFailure, CancelledFailure, ChildWorkflowFailure, TemporalFailure, TerminatedFailure, TimeoutFailure } from '@temporalio/common';
 import type { WorkflowFailedError } from '@temporalio/client';
 import { Exit } from './exit-codes';
 
@@ -20,10 +20,18 @@ export function describeFailure(err: WorkflowFailedError): { type: string; messa
   return { type: 'Unknown', message: err.message };
 }
 
+/**
+ * How the run itself ended decides: the client puts a TimeoutFailure or TerminatedFailure right
+ * under the error when the run timed out or was terminated (5), a CancelledFailure when it was
+ * cancelled (3); so does a router whose run on the VM's host ended so (a ChildWorkflowFailure).
+ * A run that failed because one of its steps (an activity) timed out failed (1).
+ */
 export function exitCodeFor(err: WorkflowFailedError): number {
+  let end: unknown = err.cause;
+  while (end instanceof ChildWorkflowFailure) end = end.cause;
+  if (end instanceof TimeoutFailure || end instanceof TerminatedFailure) return Exit.terminated;
+  if (end instanceof CancelledFailure) return Exit.cancelled;
   const { type } = describeFailure(err);
-  if (type === 'Cancelled') return Exit.cancelled;
-  if (type === 'Terminated' || type === 'Timeout') return Exit.terminated;
   if (BAD_INPUT.has(type)) return Exit.badInput;
   return Exit.failed;
 }

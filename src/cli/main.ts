@@ -1,7 +1,11 @@
 import { addonDrained } from '../ceph/addon-runtime';
 import { NamespaceNotPreparedError, missingSearchAttributesIn } from '../temporal-namespace';
 import { VERSION } from '../version';
-import { CliError, Exit } from './exit-codes';
+import { CliError, Exit, exitCodeHelp } from './exit-codes';
+import type { CommandSpec } from './options';
+import { emitError } from './output';
+import { cephExit, grpcCode, temporalExit } from './service-errors';
+import { COMMAND_SPECS } from './specs';
 import { namespaceDialed } from './temporal-client-namespace';
 
 type Command = { run(argv: string[]): Promise<number> };
@@ -15,47 +19,31 @@ const lazy = (name: string) => async (): Promise<Command> =>
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   require(`./commands/${name}`) as Command;
 
-const COMMANDS: Record<string, () => Promise<Command>> = {
-  worker: lazy('worker'),
-  snapshot: lazy('snapshot'),
-  status: lazy('status'),
-  cancel: lazy('cancel'),
-  thaw: lazy('thaw'),
-  schedule: lazy('schedule'),
-  doctor: lazy('doctor'),
-  setup: lazy('setup'),
-  list: lazy('list'),
-  restore: lazy('restore'),
-  verify: lazy('verify'),
-  fleet: lazy('fleet'),
-  'arrival-guard': lazy('arrival-guard'),
-};
+const COMMANDS: Record<string, () => Promise<Command>> = Object.fromEntries(COMMAND_SPECS.map((s) => [s.name, lazy(s.name)]));
 
-const USAGE = `vmsnap — application-consistent snapshots of libvirt guests on Ceph RBD, on Temporal
+function usage(): string {
+  const head = (s: CommandSpec) => {
+    if (s.subcommands) return `${s.name} <subcommand>`;
+    const first = s.usage[0]?.split(' ')[0] ?? '';
+    return `${s.name}${/^(<|\[<)/.test(first) ? ` ${first}` : ''}`;
+  };
+  const width = Math.max(...COMMAND_SPECS.map((s) => head(s).length)) + 2;
+  return `vmsnap — application-consistent snapshots of libvirt guests on Ceph RBD, on Temporal
 
-Usage: vmsnap <command> [options]   (vmsnap <command> --help for details)
+Usage: vmsnap <command> [options]   (vmsnap <command> --help: the command's flags)
        vmsnap --version
 
 Commands:
-  worker                 run the host worker (workflows + activities for this hypervisor)
-  snapshot <domain>      snapshot a domain (starts the workflow; --wait to follow it)
-  status <workflow-id>   phase, progress and result of a run
-  cancel <workflow-id>   cancel a run (its compensations thaw and clean up)
-  thaw <domain>          emergency thaw of a guest on this host
-  schedule <subcommand>  periodic snapshots with retention (create|list|describe|pause|unpause|trigger|delete)
-  setup                  prepare the Temporal namespace for vmsnap (search attributes); idempotent
-  doctor                 check Temporal, libvirt, guest agents, disks and Ceph; says how to fix
-  list <domain>          a VM's image sets, newest first (what restore can use)
-  restore <domain>       restore a VM from an image set, in place or --as a new VM (--confirm to drop kept disks)
-  verify <domain>        prove an image set boots (and passes --check) as a throw-away VM; records the verdict
-  fleet hosts|forget     the fleet registry: each host's state; retire a host gone for good
-  arrival-guard <uuid>   (started by libvirt's hook) thaw a guest that migrated here frozen, at its deadline
+${COMMAND_SPECS.map((s) => `  ${head(s).padEnd(width)} ${s.summary}`).join('\n')}
+
+${exitCodeHelp()}
 `;
+}
 
 async function main(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;
   if (!cmd || cmd === '--help' || cmd === '-h' || cmd === 'help') {
-    process.stdout.write(USAGE);
+    process.stdout.write(usage());
     return cmd ? Exit.ok : Exit.badInput;
   }
   if (cmd === '--version' || cmd === '-V' || cmd === 'version') {
@@ -64,7 +52,7 @@ async function main(argv: string[]): Promise<number> {
     return Exit.ok;
   }
   const load = COMMANDS[cmd];
-  if (!load) throw new CliError(`unknown command "${cmd}"\n\n${USAGE}`, Exit.badInput);
+  if (!load) throw new CliError(`unknown command "${cmd}" (vmsnap --help lists them)`, Exit.badInput, 'UnknownCommand');
   return (await load()).run(rest);
 }
 
@@ -86,19 +74,30 @@ function finish(code: number): void {
 }
 
 /**
- * A server refusing one of vmsnap's search attributes means the namespace was never prepared:
- * one line naming `vmsnap setup` instead of the SDK's "Failed to start Workflow" and a gRPC dump.
- * Whichever command met it (snapshot, list, schedule, restore, the worker), the fix is the same.
+ * Every error leaves as a CliError with its exit code. A server refusing one of vmsnap's search
+ * attributes means the namespace was never prepared: one line naming `vmsnap setup` instead of
+ * the SDK's "Failed to start Workflow" and a gRPC dump, whichever command met it. A service error
+ * no command translated still gets the code its kind has (service-errors.ts).
  */
-function translate(err: unknown): unknown {
-  if (err instanceof NamespaceNotPreparedError) return new CliError(err.message, Exit.unreachable);
+function translate(err: unknown): CliError {
+  if (err instanceof CliError) return err;
+  if (err instanceof NamespaceNotPreparedError) return new CliError(err.message, Exit.unreachable, 'NamespaceNotPrepared');
   const missing = missingSearchAttributesIn(err);
-  return missing ? new CliError(new NamespaceNotPreparedError(namespaceDialed(), missing).message, Exit.unreachable) : err;
+  if (missing) return new CliError(new NamespaceNotPreparedError(namespaceDialed(), missing).message, Exit.unreachable, 'NamespaceNotPrepared');
+  const message = err instanceof Error ? err.message : String(err);
+  const code = cephExit(err) ?? (grpcCode(err) !== undefined ? temporalExit(err) : Exit.failed);
+  return new CliError(message, code);
 }
 
-main(process.argv.slice(2)).then(finish, (raw: unknown) => {
+/** `--json` anywhere among the flags (before a `--`): errors are then a JSON document too. */
+function wantsJson(argv: string[]): boolean {
+  const end = argv.indexOf('--');
+  return (end < 0 ? argv : argv.slice(0, end)).includes('--json');
+}
+
+const argv = process.argv.slice(2);
+main(argv).then(finish, (raw: unknown) => {
   const err = translate(raw);
-  const code = err instanceof CliError ? err.exitCode : Exit.failed;
-  process.stderr.write(`vmsnap: ${err instanceof Error ? err.message : String(err)}\n`);
-  finish(code);
+  emitError(wantsJson(argv), err);
+  finish(err.exitCode);
 });

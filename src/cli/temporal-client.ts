@@ -4,6 +4,7 @@ import type { Config } from '../config';
 import { connectionOptions } from '../temporal-connection';
 import { CliError, Exit } from './exit-codes';
 import { InflightCalls } from './inflight-calls';
+import { temporalExit } from './service-errors';
 import { recordNamespace } from './temporal-client-namespace';
 
 const tracked = new WeakMap<ConnectionLike, InflightCalls>();
@@ -47,6 +48,8 @@ export async function connectClient(config: Config): Promise<Client> {
   try {
     return new Client({ connection: await openConnection(config), namespace: config.temporal.namespace });
   } catch (err) {
+    // A server that answers and refuses the client's credentials is not unreachable.
+    if (temporalExit(err) === Exit.authRefused) throw new CliError(`Temporal at ${config.temporal.address} refused vmsnap: ${(err as Error).message}`, Exit.authRefused);
     throw new CliError(
       `cannot reach Temporal at ${config.temporal.address}: ${(err as Error).message} (check --temporal-address / VMSNAP_TEMPORAL_ADDRESS / TEMPORAL_ADDRESS)`,
       Exit.unreachable,

@@ -112,6 +112,22 @@ export function imageSetsOf(domain: string, images: CatalogImage[]): ImageSet[] 
   return sets.sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : a.workflowId < b.workflowId ? 1 : -1));
 }
 
+/**
+ * Every VM's image sets in a pool (`vmsnap list` without a domain): by VM name, then UUID, each
+ * VM's newest first. Pure, like {@link imageSetsOf}.
+ */
+export function everyImageSet(images: CatalogImage[]): ImageSet[] {
+  const byRun = new Map<string, CatalogImage[]>();
+  for (const img of images) {
+    if (!isVmsnapImage(img)) continue;
+    const wf = img.meta[META.workflowId] ?? '';
+    byRun.set(wf, [...(byRun.get(wf) ?? []), img]);
+  }
+  const sets = [...byRun.entries()].map(([workflowId, imgs]) => toSet(workflowId, imgs));
+  const vm = (s: ImageSet) => `${s.domain}\u0000${s.domainUuid ?? ''}`;
+  return sets.sort((a, b) => (vm(a) < vm(b) ? -1 : vm(a) > vm(b) ? 1 : a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : a.workflowId < b.workflowId ? 1 : -1));
+}
+
 function toSet(workflowId: string, imgs: CatalogImage[]): ImageSet {
   const point = imgs.map((i) => decodeRestorePoint(i.meta[RESTORE_POINT_KEY])).find((p) => p !== null) ?? null;
   const targetOf = (img: CatalogImage): string =>

@@ -9,13 +9,13 @@ import { z } from 'zod';
 export const RetentionPolicySchema = z
   .strictObject({
     /** Keep the N newest complete snapshots. */
-    keepLast: z.number().int('keepLast must be an integer').min(1, 'keepLast must be >= 1').max(10_000).optional(),
+    keepLast: z.number().int('keepLast must be an integer').min(1, 'keepLast must be >= 1').max(10_000, 'keepLast must be <= 10000').optional(),
     /** Keep the newest complete snapshot of each of the last D calendar days (UTC), today included. */
-    keepDaily: z.number().int('keepDaily must be an integer').min(1, 'keepDaily must be >= 1').max(3_660).optional(),
+    keepDaily: z.number().int('keepDaily must be an integer').min(1, 'keepDaily must be >= 1').max(3_660, 'keepDaily must be <= 3660').optional(),
     /** Keep the newest complete snapshot of each of the last W weeks (UTC, Monday to Sunday), this week included. */
-    keepWeekly: z.number().int('keepWeekly must be an integer').min(1, 'keepWeekly must be >= 1').max(520).optional(),
+    keepWeekly: z.number().int('keepWeekly must be an integer').min(1, 'keepWeekly must be >= 1').max(520, 'keepWeekly must be <= 520').optional(),
     /** Keep the newest complete snapshot of each of the last M calendar months (UTC), this month included. */
-    keepMonthly: z.number().int('keepMonthly must be an integer').min(1, 'keepMonthly must be >= 1').max(1_200).optional(),
+    keepMonthly: z.number().int('keepMonthly must be an integer').min(1, 'keepMonthly must be >= 1').max(1_200, 'keepMonthly must be <= 1200').optional(),
   })
   .refine(
     (p) => p.keepLast !== undefined || p.keepDaily !== undefined || p.keepWeekly !== undefined || p.keepMonthly !== undefined,

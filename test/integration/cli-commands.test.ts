@@ -47,7 +47,18 @@ describe('vmsnap CLI on the lab', () => {
     expect(json<{ status: string }>(s).status).toBe('COMPLETED');
     const human = await vmsnapCli(['status', id], env);
     expect(human.stdout).toContain(`${id}: COMPLETED`);
-    await ceph.removeResultImages(result);
+
+    // vmsnap delete removes the set this real run made (ownership as the run recorded it).
+    const images = result.disks.map((d) => d.image!.split('/')[1]!);
+    const dry = await vmsnapCli(['delete', g1, '--run', id, '--dry-run', '--json'], env);
+    expect(dry.code, dry.stderr).toBe(0);
+    expect(json(dry)).toMatchObject({ dryRun: true, workflowId: id, images, removed: [] });
+    expect(await ceph.images('images')).toEqual(expect.arrayContaining(images));
+    const del = await vmsnapCli(['delete', g1, '--run', id, '--json'], env);
+    expect(del.code, del.stderr).toBe(0);
+    expect(json(del)).toMatchObject({ removed: images, left: [] });
+    const left = await ceph.images('images');
+    for (const img of images) expect(left).not.toContain(img);
   });
 
   it('the same input works with `temporal workflow start` (README)', async () => {
@@ -98,7 +109,7 @@ describe('vmsnap CLI on the lab', () => {
   it('thaw thaws a frozen guest through libvirt, without Temporal', async () => {
     await virsh(h.vars, 'domfsfreeze', g1);
     expect(await freezeStatus(h.vars, g1)).toBe('frozen');
-    const r = await vmsnapCli(['thaw', g1, '--json', '--temporal-address', '127.0.0.1:1'], env);
+    const r = await vmsnapCli(['thaw', g1, '--json'], { ...env, VMSNAP_TEMPORAL_ADDRESS: '127.0.0.1:1' });
     expect(r.code, r.stderr).toBe(0);
     expect(json(r)).toMatchObject({ domain: g1, before: 'frozen', after: 'thawed', thawedBy: 'operator' });
     expect(await freezeStatus(h.vars, g1)).toBe('thawed');
@@ -143,13 +154,15 @@ describe('vmsnap CLI on the lab', () => {
   });
 
   it('every command has --help', async () => {
-    for (const cmd of ['worker', 'snapshot', 'status', 'cancel', 'thaw', 'doctor', 'schedule']) {
-      const r = await vmsnapCli([cmd, '--help'], env);
-      expect(r.code, cmd).toBe(0);
-      expect(r.stdout).toMatch(/Usage: vmsnap/);
-    }
+    const cmds = ['worker', 'snapshot', 'status', 'cancel', 'thaw', 'doctor', 'schedule', 'list', 'prune', 'delete', 'restore', 'verify', 'fleet', 'setup', 'completion', 'arrival-guard'];
+    const runs = await Promise.all(cmds.map((cmd) => vmsnapCli([cmd, '--help'], env)));
+    runs.forEach((r, i) => {
+      expect(r.code, cmds[i]).toBe(0);
+      expect(r.stdout, cmds[i]).toMatch(new RegExp(`^Usage: vmsnap ${cmds[i]} `));
+    });
     const top = await vmsnapCli(['--help'], env);
     expect(top.code).toBe(0);
+    expect(top.stdout).toMatch(/^Exit codes:$/m);
   });
 
   it('bad flags and hostile input exit 2 before contacting anything', async () => {

@@ -8,6 +8,8 @@ import { CephView } from '../helpers/ceph-inspect';
 import { ensureThawed } from '../helpers/guest';
 import { need } from '../../support/lab/env';
 import { repetitions } from '../helpers/lanes';
+import { grpcCutProxy } from '../helpers/grpc-cut-proxy';
+import { sleep } from '../helpers/worker-process';
 
 /*
  * `vmsnap snapshot <vm> --wait --json` the way a backup script calls it: it branches on the exit
@@ -88,5 +90,82 @@ describe('vmsnap snapshot --wait --json: exit code and stdout a script can trust
     const r = await vmsnapCli(['snapshot', 'vmsnap-no-such-domain', '--host', h.config.host, '--workflow-id', uniqueId('cli-exit-nodom'), '--wait', '--json'], env);
     expect(r.code, r.stderr).toBe(2);
     expect(oneJsonDocument(r)).toMatchObject({ status: 'failed', type: 'DomainNotFound' });
+  });
+});
+
+/** A run on a queue no worker polls: it waits there until it times out or is ended. */
+const nowhere = () => `vmsnap-${uniqueId('nowhere')}`;
+
+async function statusOf(id: string): Promise<string | undefined> {
+  return h.client.workflow
+    .getHandle(id)
+    .describe()
+    .then((d) => d.status.name, () => undefined);
+}
+
+describe('exit codes of status, cancel and snapshot --wait, with --json', () => {
+  it('status of a run that timed out exits 5', async () => {
+    const id = uniqueId('cli-timeout');
+    await h.client.workflow.start('consistentSnapshot', { taskQueue: nowhere(), workflowId: id, args: [{ domain: g1 }], workflowExecutionTimeout: '1s' });
+    for (let i = 0; i < 60 && (await statusOf(id)) !== 'TIMED_OUT'; i++) await sleep(500);
+    const r = await vmsnapCli(['status', id, '--json'], env);
+    expect(oneJsonDocument(r)).toMatchObject({ workflowId: id, status: 'TIMED_OUT' });
+    expect(r.code, r.stderr).toBe(5);
+  });
+
+  it('snapshot --wait of a run that gets terminated exits 5, and so does status', async () => {
+    const id = uniqueId('cli-term');
+    const waiting = vmsnapCli(['snapshot', g1, '--host', nowhere().slice('vmsnap-'.length), '--workflow-id', id, '--wait', '--json'], env);
+    for (let i = 0; i < 120 && (await statusOf(id)) !== 'RUNNING'; i++) await sleep(250);
+    await h.client.workflow.getHandle(id).terminate('cli exit code test');
+    const r = await waiting;
+    expect(oneJsonDocument(r)).toMatchObject({ workflowId: id, status: 'failed', type: 'Terminated' });
+    expect(r.code, r.stderr).toBe(5);
+    const s = await vmsnapCli(['status', id, '--json'], env);
+    expect([s.code, oneJsonDocument(s).status]).toEqual([5, 'TERMINATED']);
+  });
+
+  it('status and cancel of a run that does not exist exit 2 (NotFound), as one JSON error document', async () => {
+    const id = uniqueId('cli-nosuch');
+    for (const cmd of ['status', 'cancel']) {
+      const r = await vmsnapCli([cmd, id, '--json'], env);
+      expect(r.code, r.stderr).toBe(2);
+      expect(oneJsonDocument(r)).toEqual({ error: { type: 'NotFound', message: expect.stringContaining(id), exitCode: 2 }, });
+    }
+  });
+
+  it('status and cancel against a server that goes away after the connection exit 4, not 2', async () => {
+    const id = uniqueId('cli-gone');
+    await h.client.workflow.start('consistentSnapshot', { taskQueue: nowhere(), workflowId: id, args: [{ domain: g1 }] });
+    try {
+      const [host, port] = need(h.vars, 'TEMPORAL_ADDRESS').split(':') as [string, string];
+      // Concurrently: each waits out the client's retries of UNAVAILABLE (about 20 s).
+      const runs = await Promise.all(
+        ['status', 'cancel'].map(async (cmd) => {
+          // The connection's check is the first call; the command's own is the second.
+          const proxy = await grpcCutProxy({ host, port: Number(port) }, 1);
+          try {
+            const r = await vmsnapCli([cmd, id, '--json'], { ...env, VMSNAP_TEMPORAL_ADDRESS: proxy.address });
+            await proxy.cut;
+            return { cmd, r };
+          } finally {
+            proxy.close();
+          }
+        }),
+      );
+      for (const { cmd, r } of runs) {
+        expect(r.code, `${cmd}: ${r.stderr}`).toBe(4);
+        expect(oneJsonDocument(r)).toEqual({ error: { type: 'Unreachable', message: expect.stringMatching(new RegExp(`^cannot (describe|cancel) ${id}: `)), exitCode: 4 } });
+      }
+      expect(await statusOf(id)).toBe('RUNNING'); // the cancel never reached the server
+    } finally {
+      await h.client.workflow.getHandle(id).terminate('test over').catch(() => undefined);
+    }
+  });
+
+  it('a server that is not there at all: 4, as one JSON error document', async () => {
+    const r = await vmsnapCli(['status', 'whatever', '--json'], { ...env, VMSNAP_TEMPORAL_ADDRESS: '127.0.0.1:1' });
+    expect(r.code, r.stderr).toBe(4);
+    expect(oneJsonDocument(r)).toEqual({ error: { type: 'Unreachable', message: expect.stringMatching(/^cannot reach Temporal at 127\.0\.0\.1:1/), exitCode: 4 } });
   });
 });

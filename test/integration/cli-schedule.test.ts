@@ -23,7 +23,7 @@ const otherSchedule = uniqueId('cli-other');
 /** Not this schedule's: vmsnap-owned with another schedule's label, and a plain image. */
 const bystanders = [uniqueId('bystander-owned'), uniqueId('bystander-plain')];
 
-const cli = (...argv: string[]) => vmsnapCli(['schedule', ...argv, '--host', h.config.host], env);
+const cli = (...argv: string[]) => vmsnapCli(['schedule', ...argv], env);
 /** Flags that would reach nothing: any exit other than 2 means something was contacted. */
 const offline = (...argv: string[]) => vmsnapCli(['schedule', ...argv, '--temporal-address', '127.0.0.1:1'], env);
 
@@ -94,7 +94,16 @@ describe('vmsnap schedule: bad input is refused before anything is contacted', (
     [['create', 's1', '--domain', 'vm-1', '--every', '1h', '--keep-last', '0'], /--keep-last expects a positive integer/],
     [['create', 's1', '--domain', 'vm-1', '--every', '1h', '--keep-daily', 'week'], /--keep-daily expects a positive integer/],
     [['create', 's1', '--domain', 'vm-1', '--every', '1h', '--overlap', 'sometimes'], /--overlap must be one of skip, buffer-one, allow-all/],
-    [['create', 's1', '--domain', 'vm-1', '--every', '1h', '--keep-weekly', '3'], /Unknown option '--keep-weekly'/],
+    [['create', 's1', '--domain', 'vm-1', '--every', '1h', '--keep-weekly', '0'], /--keep-weekly expects a positive integer/],
+    [['create', 's1', '--domain', 'vm-1', '--every', '1h', '--keep-monthly', '5000'], /--keep-monthly must be <= 1200/],
+    [['create', 's1', '--domain', 'vm-1', '--every', '1h30x'], /--every expects a duration/],
+    [['list', '--host', 'hv-a'], /Unknown option '--host'/], // a flag that does not apply is refused, not ignored
+    [['update', 's1'], /nothing to update/],
+    [['update', 's1', '--keep-last', '2', '--no-retention'], /--keep-… or --no-retention, not both/],
+    [['update', 's1', '--every', '5s'], /--every must be at least 10s/],
+    [['update', 's1', '--every', '1h', '--window', '01:00-05:00'], /exactly one of/],
+    [['update', 's1', '--domain', 'vm-2'], /Unknown option '--domain'/],
+    [['update', 's1', '--pause-on-failure', '--no-pause-on-failure'], /not both/],
     [['create', 's1', '--domain', 'vm-1', '--every', '1h', '--quiesce', 'maybe'], /quiesce/],
     [['create', 's1', '--domain', 'vm 1', '--every', '1h'], /domain/],
     [['create', 's1', '--domain', 'vm-1', '--every', '1h', '--no-clone', '--keep-last', '2'], /retention .*clone/],
@@ -114,19 +123,19 @@ describe('vmsnap schedule: bad input is refused before anything is contacted', (
   });
 
   it('shows --help for every subcommand with exit 0', async () => {
-    for (const sub of ['create', 'list', 'describe', 'pause', 'unpause', 'trigger', 'delete']) {
+    for (const sub of ['create', 'update', 'list', 'describe', 'pause', 'unpause', 'trigger', 'delete']) {
       const r = await offline(sub, '--help');
       expect(r.code, sub).toBe(0);
       expect(r.stdout, sub).toMatch(new RegExp(`^Usage: vmsnap schedule ${sub}`));
     }
     const top = await offline('--help');
-    expect(top.stdout).toMatch(/create\|list\|describe\|pause\|unpause\|trigger\|delete/);
+    expect(top.stdout).toMatch(/create\|update\|list\|describe\|pause\|unpause\|trigger\|delete/);
   });
 });
 
 describe('vmsnap schedule against an unreachable Temporal', () => {
   // Concurrently: each waits out the CLI's 10 s connect timeout, and they share nothing.
-  it.concurrent.each([[['create', 's1', '--domain', 'vm-1', '--every', '1h', '--keep-last', '2']], [['list']], [['describe', 's1']], [['trigger', 's1', '--wait']]])(
+  it.concurrent.each([[['create', 's1', '--domain', 'vm-1', '--every', '1h', '--keep-last', '2']], [['list']], [['describe', 's1']], [['trigger', 's1', '--wait']], [['update', 's1', '--keep-weekly', '2']]])(
     '%j → exit 4 with the address and a hint',
     async (argv) => {
       const r = await offline(...argv);
@@ -140,7 +149,7 @@ describe('vmsnap schedule on the lab', () => {
   const runs: { workflowId: string; images: string[]; ms: number; retention: SnapshotResult['retention']; verification: SnapshotResult['verification'] }[] = [];
 
   it('creates a schedule with retention and verify-every 2 (paused, so only triggers run it)', async () => {
-    const r = await cli('create', scheduleId, '--domain', domain, '--every', '1h', '--keep-last', '2', '--verify-every', '2', '--paused', '--json');
+    const r = await cli('create', scheduleId, '--domain', domain, '--host', h.config.host, '--every', '1h', '--keep-last', '2', '--verify-every', '2', '--paused', '--json');
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(json(r)).toMatchObject({
@@ -154,7 +163,7 @@ describe('vmsnap schedule on the lab', () => {
       paused: true,
       input: { domain, labels: { schedule: scheduleId }, retention: { keepLast: 2 }, verifyEvery: 2 },
     });
-    const again = await cli('create', scheduleId, '--domain', domain, '--every', '1h');
+    const again = await cli('create', scheduleId, '--domain', domain, '--host', h.config.host, '--every', '1h');
     expect(again.code).toBe(2);
     expect(again.stderr).toMatch(/already exists/);
   });
@@ -205,6 +214,35 @@ describe('vmsnap schedule on the lab', () => {
     const human = await cli('describe', scheduleId);
     expect(human.stdout).toMatch(new RegExp(`schedule ${scheduleId}: PAUSED`));
     expect(human.stdout).toMatch(/retention: keep-last 2/);
+  });
+
+  it('updates spec and retention in place; the next run prunes by the new tiers', async () => {
+    // Run 2's set backdated a week (its images' created-at): a set of last week, for --keep-weekly.
+    const lastWeek = new Date(Date.now() - 7 * 86_400_000).toISOString();
+    for (const img of runs[1].images) await ceph.rbd('image-meta', 'set', `${POOL}/${img}`, 'vmsnap.created-at', lastWeek);
+
+    const u = await cli('update', scheduleId, '--every', '2h', '--keep-last', '1', '--keep-weekly', '2', '--json');
+    expect(u.code, u.stderr).toBe(0);
+    expect(json(u)).toMatchObject({ scheduleId, spec: 'every 2h', retention: { keepLast: 1, keepWeekly: 2 } });
+    const d = json(await cli('describe', scheduleId, '--json'));
+    // In place: same schedule, same count of runs, still paused, the new spec and the run input's new retention.
+    expect(d).toMatchObject({ spec: 'every 2h', retention: { keepLast: 1, keepWeekly: 2 }, paused: true, actionsTaken: 3 + retriedRuns, input: { domain, retention: { keepLast: 1, keepWeekly: 2 }, verifyEvery: 2 } });
+    expect((d.recentRuns as unknown[]).length).toBe(3 + retriedRuns);
+    const listed = json<{ scheduleId: string; spec: string; retention: unknown }[]>(await cli('list', '--json', '--domain', domain));
+    expect(listed.find((x) => x.scheduleId === scheduleId)).toMatchObject({ spec: 'every 2h', retention: { keepLast: 1, keepWeekly: 2 } });
+
+    const r = await triggerRun();
+    expect(r.code, r.stderr + r.stdout).toBe(0);
+    const result = json<SnapshotResult>(r);
+    const newest = result.disks.map((x) => x.image!.split('/')[1]);
+    // keep-last 1: this run; keep-weekly 2: this run (this week) and run 2 (last week); run 3 goes.
+    expect(result.retention).toMatchObject({ pruned: runs[2].images, skipped: [] });
+    expect(await scheduleImages(scheduleId)).toEqual([...runs[1].images, ...newest].sort());
+    runs.push({ workflowId: result.workflowId, images: newest, ms: r.ms, retention: result.retention, verification: result.verification });
+
+    const gone = await cli('update', uniqueId('no-such-schedule'), '--keep-last', '1', '--json');
+    expect(gone.code).toBe(2);
+    expect(json<{ error: { type: string } }>(gone).error.type).toBe('NotFound');
   });
 
   it('lists it, pauses and unpauses it', async () => {

@@ -3,27 +3,20 @@ import { honourArrivals } from '../../safety/arrivals';
 import { freezeGuardFor } from '../../safety/guard-for';
 import { isNoDomain, LibvirtClient } from '../../libvirt';
 import { DOMAIN_UUID } from '../../model/input';
-import { COMMON_HELP, configFrom, parseSingle } from '../common-flags';
+import { configFrom, onePositional } from '../config-flags';
+import { parseCommand } from '../options';
+import { ARRIVAL_GUARD } from '../specs/thaw';
 import { CliError, Exit } from '../exit-codes';
 import { jsonLogger } from '../../worker/logger';
-
-const HELP = `Usage: vmsnap arrival-guard <domain-uuid>
-
-Started by libvirt's QEMU hook (deploy/libvirt-hook-qemu) when a guest migrates in or is
-restored on this host; not meant to be run by hand. If vmsnap froze the guest on another host
-and its freeze obligation (in Ceph) is still open, it thaws the guest here once the freeze's
-deadline (plus clockSkewMs) has passed — with no Temporal, no freezing host and no worker on this
-host needed — then resolves the obligation. It ends when there is no open obligation for the
-guest, or the guest is no longer here, or after VMSNAP_ARRIVAL_GUARD_MAX_MS (default 1 h).
-${COMMON_HELP}`;
 
 /** How often it looks while the guest is still arriving (paused, or not yet defined here). */
 const LOOK_MS = 1000;
 
 export async function run(argv: string[]): Promise<number> {
-  const parsed = parseSingle(argv, HELP, 'arrival-guard', 'domain uuid');
+  const parsed = parseCommand(ARRIVAL_GUARD, argv);
   if (!parsed) return Exit.ok;
-  const { values, arg: uuid } = parsed;
+  const { values } = parsed;
+  const uuid = onePositional(parsed.positionals, 'arrival-guard', 'domain uuid');
   if (!DOMAIN_UUID.test(uuid)) throw new CliError(`invalid domain uuid "${uuid}"`, Exit.badInput);
   const config = configFrom(values);
   const log = jsonLogger({ host: config.host, component: 'arrival-guard', domainUuid: uuid });

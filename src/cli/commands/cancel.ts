@@ -1,28 +1,24 @@
-import { COMMON_HELP, configFrom, parseSingle } from '../common-flags';
-import { CliError, Exit } from '../exit-codes';
+import { configFrom, onePositional } from '../config-flags';
+import { Exit } from '../exit-codes';
+import { parseCommand } from '../options';
 import { emit } from '../output';
-import { closeConnection, connectClient } from '../temporal-client';
-
-const HELP = `Usage: vmsnap cancel <workflow-id>
-
-Requests cancellation. The run's compensations (thaw first, then removal of partial clones and
-temporary snapshots) run to completion before it ends as cancelled.
-${COMMON_HELP}`;
+import { temporalFailure } from '../service-errors';
+import { CANCEL } from '../specs/status';
+import { withClient } from '../temporal-client';
 
 export async function run(argv: string[]): Promise<number> {
-  const parsed = parseSingle(argv, HELP, 'cancel', 'workflow id');
+  const parsed = parseCommand(CANCEL, argv);
   if (!parsed) return Exit.ok;
-  const { values, arg } = parsed;
-  const client = await connectClient(configFrom(values));
-  try {
-    try {
-      await client.workflow.getHandle(arg).cancel();
-    } catch (err) {
-      throw new CliError(`cannot cancel ${arg}: ${(err as Error).message}`, Exit.badInput);
-    }
-    emit(!!values.json, { workflowId: arg, cancelRequested: true }, () => `cancel requested for ${arg}`);
+  const { values } = parsed;
+  const id = onePositional(parsed.positionals, 'cancel', 'workflow id');
+  return withClient(configFrom(values), async (client) => {
+    await client.workflow
+      .getHandle(id)
+      .cancel()
+      .catch((err: unknown) => {
+        throw temporalFailure(`cannot cancel ${id}`, err);
+      });
+    emit(!!values.json, { workflowId: id, cancelRequested: true }, () => `cancel requested for ${id}`);
     return Exit.ok;
-  } finally {
-    await closeConnection(client.connection);
-  }
+  });
 }

@@ -6,40 +6,26 @@ import type { FleetHost } from '../../model/fleet';
 import { hostEntryId } from '../../model/fleet-index';
 import { HOST_ID } from '../../model/input';
 import { listHosts, readHost } from '../../worker/fleet-index';
-import { COMMON_HELP, configFrom, parse } from '../common-flags';
+import { configFrom, onePositional } from '../config-flags';
+import { parseCommand, pickSubcommand } from '../options';
+import { FLEET } from '../specs/fleet';
 import { CliError, Exit } from '../exit-codes';
 import { emit } from '../output';
 import { withClient } from '../temporal-client';
 
-const HELP = `Usage: vmsnap fleet <hosts|forget <host>> [options]
-
-The fleet index: every host whose worker announced itself in the last day (one entry workflow
-per host, vmsnap-host-<host>).
-
-  hosts           each host's state: alive, draining (its worker stopped cleanly), late (beats
-                  missing) or lost, when it was last heard and the VMs it ran
-  forget <host>   retire a host whose worker is gone for good (decommissioned, renamed). Until a
-                  host is lost (fleetHostLostAfterMs of silence, 3x that after a clean stop) its
-                  silence leaves "not running anywhere" unsure: runs of a VM no live host runs
-                  fail DomainNotPlaced (retryable), and restores of a shut-off VM wait. Refused
-                  while the host still beats. A retired host that starts its worker again rejoins.
-                  With no worker answering, the request waits in the host's entry for the next one.
-${COMMON_HELP}`;
-
 export async function run(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(argv, {});
-  if (values.help) {
-    process.stdout.write(HELP + '\n');
-    return Exit.ok;
+  const picked = pickSubcommand(FLEET, argv);
+  if (!picked) return Exit.ok;
+  const parsed = parseCommand(picked.sub, picked.rest);
+  if (!parsed) return Exit.ok;
+  const { values, positionals } = parsed;
+  if (picked.sub === FLEET.subcommands.hosts) {
+    if (positionals.length) throw new CliError('fleet hosts takes no arguments', Exit.badInput);
+    return withClient(configFrom(values), (c) => hosts(c, !!values.json));
   }
-  const [sub, ...args] = positionals;
-  if (sub === 'hosts' && args.length === 0) return withClient(configFrom(values), (c) => hosts(c, !!values.json));
-  if (sub === 'forget' && args.length === 1) {
-    const host = args[0]!;
-    if (!HOST_ID.test(host)) throw new CliError(`invalid host id "${host}"`, Exit.badInput);
-    return withClient(configFrom(values), (c) => forget(c, host, !!values.json));
-  }
-  throw new CliError(`fleet takes "hosts" or "forget <host>"\n\n${HELP}`, Exit.badInput);
+  const host = onePositional(positionals, 'fleet forget', 'host id');
+  if (!HOST_ID.test(host)) throw new CliError(`invalid host id "${host}"`, Exit.badInput);
+  return withClient(configFrom(values), (c) => forget(c, host, !!values.json));
 }
 
 async function registry(client: Client): Promise<FleetHost[]> {

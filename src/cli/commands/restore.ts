@@ -8,66 +8,26 @@ import type { RestoreResult } from '../../model/restore-point';
 import { SA } from '../../model/search-attributes';
 import { confirmRestore } from '../../restore/confirm';
 import { withCeph } from '../ceph-session';
-import { COMMON_HELP, configFrom, parse } from '../common-flags';
+import { configFrom, onePositional } from '../config-flags';
+import { parseCommand } from '../options';
+import { RESTORE } from '../specs/restore';
+import { temporalFailure } from '../service-errors';
 import { CliError, Exit } from '../exit-codes';
 import { describeFailure, exitCodeFor } from '../failure-exit';
 import { emit } from '../output';
 import { followProgress } from './snapshot';
 import { connectClient } from '../temporal-client';
 
-const HELP = `Usage: vmsnap restore <domain> [--from RUN|latest] [--as NEW-NAME | --stop] [options]
-       vmsnap restore <domain> --confirm RESTORE-WORKFLOW-ID
-
-Starts the restoreVm workflow on the fleet queue: the image set is chosen once, its VM is found
-by UUID on every live host, and the restore runs on that VM's host, holding the VM's domain lock
-(in place) as snapshot runs do. --host pins it to that host's queue instead. <domain> is the VM the
-image set was taken of (as "vmsnap list <domain>" shows it).
-
-  --from RUN|latest        the snapshot run's workflow id, or the newest restorable set (default)
-  --as NEW-NAME            a new VM: the recorded definition with a new name, UUID and MAC
-                           addresses, disks <NEW-NAME>-<target> cloned from the images, started,
-                           ready when its guest agent answers. The original VM is not touched.
-  (no --as)                in place: the VM must be shut off (on every host); each disk is replaced by a clone
-                           of its image (<disk>-r<id>), the previous disks are kept until
-                           --confirm, and the VM is started
-  --stop                   in place: shut a running VM down first (guest agent, then ACPI)
-  --shutdown-timeout-ms N  for --stop (default 120000); on timeout the VM is left running
-  --ready-timeout-ms N     how long to wait for the restored VM's agent (default 180000)
-  --flatten                flatten the restored disks (independent of the images)
-  --verify                 compare each restored disk's sha256 with its image before starting
-  --vm-pool POOL           pool for the restored disks (default: the VM's disks' pool)
-  --pool POOL              image pool (default: the configured image pool, "images")
-  --workflow-id ID         default restore-<domain>-<UTC timestamp>; re-running an id finishes it
-  --wait                   follow the run and print its result
-  --confirm ID             remove the disks that in-place restore ID replaced, once ID has
-                           COMPLETED; run it on the VM's host (no workflow)
-${COMMON_HELP}`;
-
 export async function run(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(argv, {
-    from: { type: 'string' },
-    as: { type: 'string' },
-    stop: { type: 'boolean' },
-    flatten: { type: 'boolean' },
-    verify: { type: 'boolean' },
-    'vm-pool': { type: 'string' },
-    pool: { type: 'string' },
-    'shutdown-timeout-ms': { type: 'string' },
-    'ready-timeout-ms': { type: 'string' },
-    'workflow-id': { type: 'string' },
-    wait: { type: 'boolean' },
-    confirm: { type: 'string' },
-  });
-  if (values.help) {
-    process.stdout.write(HELP + '\n');
-    return Exit.ok;
-  }
-  if (positionals.length !== 1) throw new CliError('restore takes exactly one domain (see --help)', Exit.badInput);
+  const parsed = parseCommand(RESTORE, argv);
+  if (!parsed) return Exit.ok;
+  const { values, ms } = parsed;
+  const domain = onePositional(parsed.positionals, 'restore', 'domain');
   const config = configFrom(values);
-  if (values.confirm !== undefined) return confirm(positionals[0]!, values.confirm, config, !!values.json);
+  if (values.confirm !== undefined) return confirm(domain, values.confirm, config, !!values.json);
 
   const request: RestoreRequest = {
-    domain: positionals[0]!,
+    domain,
     from: values.from ?? 'latest',
     ...(values.as !== undefined ? { as: values.as } : {}),
     stop: !!values.stop,
@@ -75,11 +35,11 @@ export async function run(argv: string[]): Promise<number> {
     verify: !!values.verify,
     imagePool: values.pool ?? config.imagePool,
     ...(values['vm-pool'] !== undefined ? { vmPool: values['vm-pool'] } : {}),
-    ...(values['shutdown-timeout-ms'] !== undefined ? { shutdownTimeoutMs: Number(values['shutdown-timeout-ms']) } : {}),
-    ...(values['ready-timeout-ms'] !== undefined ? { readyTimeoutMs: Number(values['ready-timeout-ms']) } : {}),
+    ...(ms['shutdown-timeout'] !== undefined ? { shutdownTimeoutMs: ms['shutdown-timeout'] } : {}),
+    ...(ms['ready-timeout'] !== undefined ? { readyTimeoutMs: ms['ready-timeout'] } : {}),
   };
-  const parsed = parseRestoreInput(request);
-  if (!parsed.ok) throw new CliError(`invalid restore request: ${parsed.message}`, Exit.badInput);
+  const checked = parseRestoreInput(request);
+  if (!checked.ok) throw new CliError(`invalid restore request: ${checked.message}`, Exit.badInput, 'InvalidInput');
   const workflowId = values['workflow-id'] ?? `restore-${request.domain}-${new Date().toISOString().replace(/[-:]/g, '').slice(0, 15)}`;
   if (!/^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/.test(workflowId)) throw new CliError('invalid --workflow-id', Exit.badInput);
 
@@ -94,7 +54,7 @@ export async function run(argv: string[]): Promise<number> {
       workflowId,
       args: [request],
       staticSummary: `restore ${request.domain} from ${request.from} ${mode}`,
-      staticDetails: `flatten=${parsed.input.flatten}, verify=${parsed.input.verify}, ${pinned ? `host ${config.host}` : 'on the VM’s host'}`,
+      staticDetails: `flatten=${checked.input.flatten}, verify=${checked.input.verify}, ${pinned ? `host ${config.host}` : 'on the VM’s host'}`,
       memo: { input: request },
       typedSearchAttributes: [
         { key: SA.domain, value: request.as ?? request.domain },
@@ -155,8 +115,8 @@ async function completedRestore(workflowId: string, config: ReturnType<typeof co
   const client = await connectClient(config);
   try {
     const handle = client.workflow.getHandle(workflowId);
-    const desc = await handle.describe().catch((err: Error) => {
-      throw new CliError(`--confirm ${workflowId}: no such restore (${err.message})`, Exit.badInput);
+    const desc = await handle.describe().catch((err: unknown) => {
+      throw temporalFailure(`--confirm ${workflowId}: cannot read the restore`, err);
     });
     if (desc.type !== 'restoreVm') throw new CliError(`--confirm ${workflowId}: that is a ${desc.type} run, not a restore`, Exit.badInput);
     if (desc.status.name !== 'COMPLETED') {

@@ -1,25 +1,14 @@
-import { CliError, Exit } from '../exit-codes';
+import { Exit } from '../exit-codes';
+import { helpText, pickSubcommand } from '../options';
 import { create } from '../schedule/create';
 import { describe, list } from '../schedule/inspect';
 import { remove, setPaused, trigger } from '../schedule/control';
+import { update } from '../schedule/update';
+import { SCHEDULE } from '../specs/schedule';
 
-const HELP = `Usage: vmsnap schedule <create|list|describe|pause|unpause|trigger|delete> [options]
-
-Periodic snapshots of a domain as Temporal Schedules, with retention (keep-last N, keep-daily D)
-applied after each successful run to that schedule's own images only.
-
-  create <id> --domain D (--every 1h | --cron '0 3 * * *') [--keep-last N] [--keep-daily D] ...
-  list [--domain D]
-  describe <id>
-  pause <id> [--note TEXT]
-  unpause <id> [--note TEXT]
-  trigger <id> [--wait]
-  delete <id>
-
-vmsnap schedule <subcommand> --help for each one's options.`;
-
-const SUBCOMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
+const SUBCOMMANDS: Record<keyof typeof SCHEDULE.subcommands, (argv: string[]) => Promise<number>> = {
   create,
+  update,
   list,
   describe,
   pause: setPaused(true),
@@ -29,12 +18,11 @@ const SUBCOMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
 };
 
 export async function run(argv: string[]): Promise<number> {
-  const [sub, ...rest] = argv;
-  if (!sub || sub === '--help' || sub === '-h' || sub === 'help') {
-    process.stdout.write(HELP + '\n');
-    return sub ? Exit.ok : Exit.badInput;
+  if (!argv.length) {
+    process.stdout.write(helpText(SCHEDULE) + '\n');
+    return Exit.badInput;
   }
-  const fn = SUBCOMMANDS[sub];
-  if (!fn) throw new CliError(`unknown schedule subcommand "${sub}"\n\n${HELP}`, Exit.badInput);
-  return fn(rest);
+  const picked = pickSubcommand(SCHEDULE, argv);
+  if (!picked) return Exit.ok;
+  return SUBCOMMANDS[picked.sub.name.split(' ')[1] as keyof typeof SUBCOMMANDS](picked.rest);
 }

@@ -1,29 +1,19 @@
 import { prepareSearchAttributes, temporalCliFor } from '../../temporal-setup';
 import { SEARCH_ATTRIBUTE_TYPES } from '../../model/search-attributes';
-import { COMMON_HELP, configFrom, parse } from '../common-flags';
+import { configFrom } from '../config-flags';
 import { CliError, Exit } from '../exit-codes';
+import { parseCommand } from '../options';
 import { emit } from '../output';
+import { temporalExit } from '../service-errors';
+import { SETUP } from '../specs/setup';
 import { closeConnection, openConnection } from '../temporal-client';
 import { recordNamespace } from '../temporal-client-namespace';
 
-const HELP = `Usage: vmsnap setup [options]
-
-Prepares the Temporal namespace for vmsnap: registers the search attributes its runs and
-schedules carry (${Object.entries(SEARCH_ATTRIBUTE_TYPES).map(([k, t]) => `${k} ${t}`).join(', ')})
-where they are missing, with the operator service's AddSearchAttributes. Idempotent: on a
-prepared namespace it registers nothing and exits 0. Run it once per namespace, before the first
-worker starts; it needs a client the server lets call the operator service.
-${COMMON_HELP}
-
-Exit code: 0 prepared, 1 a search attribute has another type or the server refused to add one,
-4 Temporal unreachable.`;
-
 export async function run(argv: string[]): Promise<number> {
-  const { values } = parse(argv, {}, false);
-  if (values.help) {
-    process.stdout.write(HELP + '\n');
-    return Exit.ok;
-  }
+  const parsed = parseCommand(SETUP, argv);
+  if (!parsed) return Exit.ok;
+  const { values } = parsed;
+  if (parsed.positionals.length) throw new CliError('setup takes no arguments (see --help)', Exit.badInput);
   const config = configFrom(values);
   const { namespace, address } = config.temporal;
   recordNamespace(namespace);
@@ -35,7 +25,8 @@ export async function run(argv: string[]): Promise<number> {
   }
   try {
     const s = await prepareSearchAttributes(conn, namespace, true).catch((err: unknown) => {
-      throw new CliError(`cannot register vmsnap's search attributes on namespace "${namespace}": ${(err as Error).message}; or run: ${temporalCliFor(Object.keys(SEARCH_ATTRIBUTE_TYPES), namespace)}`, Exit.failed);
+      const code = temporalExit(err) === Exit.authRefused ? Exit.authRefused : Exit.failed;
+      throw new CliError(`cannot register vmsnap's search attributes on namespace "${namespace}": ${(err as Error).message}; or run: ${temporalCliFor(Object.keys(SEARCH_ATTRIBUTE_TYPES), namespace)}`, code);
     });
     if (s.wrongType.length) {
       throw new CliError(

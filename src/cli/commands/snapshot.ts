@@ -7,44 +7,25 @@ import { SA } from '../../model/search-attributes';
 import type { SnapshotResult } from '../../model/types';
 import { progressQuery } from '../../../workflows/progress';
 import type { ProgressView } from '../../../workflows/progress';
-import { COMMON_HELP, configFrom, parse } from '../common-flags';
+import { configFrom, onePositional } from '../config-flags';
 import { CliError, Exit } from '../exit-codes';
+import { parseCommand } from '../options';
 import { emit, progressBar } from '../output';
 import { closeConnection, connectClient } from '../temporal-client';
 import { describeFailure, exitCodeFor } from '../failure-exit';
-import { SNAPSHOT_INPUT_HELP, SNAPSHOT_INPUT_OPTIONS, buildRequest } from '../snapshot-flags';
-
-const HELP = `Usage: vmsnap snapshot <domain> [options]
-
-Starts the consistentSnapshot workflow for a VM by name, wherever it runs: on the fleet queue
-vmsnap, where the run finds the VM's host and does the work there. With --host ID the run goes
-straight to that host's queue vmsnap-<ID> (and fails DomainNotFound if the VM is not there).
-
-${SNAPSHOT_INPUT_HELP}
-  --workflow-id ID         default snap-<domain>-<UTC timestamp>; re-using an id is idempotent
-  --wait                   follow the run (phases, flatten progress) and print its result
-${COMMON_HELP}
-
-The same input works with the Temporal CLI:
-  temporal workflow start --type consistentSnapshot --task-queue vmsnap \\
-    --workflow-id snap-vm-42-1 --input '{"domain":"vm-42","quiesce":"require"}'`;
+import { buildRequest } from '../snapshot-flags';
+import { SNAPSHOT } from '../specs/snapshot';
 
 export async function run(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(argv, {
-    ...SNAPSHOT_INPUT_OPTIONS,
-    'workflow-id': { type: 'string' },
-    wait: { type: 'boolean' },
-  });
-  if (values.help) {
-    process.stdout.write(HELP + '\n');
-    return Exit.ok;
-  }
-  if (positionals.length !== 1) throw new CliError('snapshot takes exactly one domain (see --help)', Exit.badInput);
+  const parsed = parseCommand(SNAPSHOT, argv);
+  if (!parsed) return Exit.ok;
+  const { values, ms } = parsed;
+  const domain = onePositional(parsed.positionals, 'snapshot', 'domain');
   const config = configFrom(values);
-  const request = buildRequest(positionals[0], values, config.imagePool);
-  const parsed = parseSnapshotInput(request);
-  if (!parsed.ok) throw new CliError(`invalid snapshot request: ${parsed.message}`, Exit.badInput);
-  const workflowId = values['workflow-id'] ?? `snap-${positionals[0]}-${new Date().toISOString().replace(/[-:]/g, '').slice(0, 15)}`;
+  const request = buildRequest(domain, values, ms, config.imagePool);
+  const input = parseSnapshotInput(request);
+  if (!input.ok) throw new CliError(`invalid snapshot request: ${input.message}`, Exit.badInput, 'InvalidInput');
+  const workflowId = values['workflow-id'] ?? `snap-${domain}-${new Date().toISOString().replace(/[-:]/g, '').slice(0, 15)}`;
   if (!/^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/.test(workflowId)) throw new CliError('invalid --workflow-id', Exit.badInput);
 
   const client = await connectClient(config);
@@ -53,13 +34,13 @@ export async function run(argv: string[]): Promise<number> {
     const pinned = values.host !== undefined;
     const taskQueue = pinned ? hostTaskQueue(config.host) : FLEET_TASK_QUEUE;
     const disks = request.disks ? `${request.disks.length} disk(s)` : 'all RBD disks';
-    const dest = parsed.input.target.clone ? parsed.input.target.pool : 'snapshot only';
+    const dest = input.input.target.clone ? input.input.target.pool : 'snapshot only';
     const handle = await client.workflow.start('consistentSnapshot', {
       taskQueue,
       workflowId,
       args: [request],
       staticSummary: `snapshot ${request.domain}: ${disks} → ${dest}`,
-      staticDetails: `quiesce=${parsed.input.quiesce}, freeze deadline ${parsed.input.freezeDeadlineMs} ms, ${pinned ? `host ${config.host}` : 'wherever it runs'}`,
+      staticDetails: `quiesce=${input.input.quiesce}, freeze deadline ${input.input.freezeDeadlineMs} ms, ${pinned ? `host ${config.host}` : 'wherever it runs'}`,
       memo: { input: request },
       typedSearchAttributes: [
         { key: SA.domain, value: request.domain },

@@ -1,27 +1,30 @@
 import { progressQuery } from '../../../workflows/progress';
-import { COMMON_HELP, configFrom, parseSingle } from '../common-flags';
-import { CliError, Exit } from '../exit-codes';
+import { configFrom, onePositional } from '../config-flags';
+import { Exit } from '../exit-codes';
+import { parseCommand } from '../options';
 import { emit, progressBar } from '../output';
-import { closeConnection, connectClient } from '../temporal-client';
+import { temporalFailure } from '../service-errors';
+import { STATUS } from '../specs/status';
+import { withClient } from '../temporal-client';
 
-const HELP = `Usage: vmsnap status <workflow-id>
-
-Shows a run's status, phase, flatten progress and, when finished, its result.
-${COMMON_HELP}`;
+/** A closed run's exit code, the same as `snapshot --wait` gives for it. */
+const EXIT_OF_STATUS: Record<string, number> = {
+  FAILED: Exit.failed,
+  CANCELLED: Exit.cancelled,
+  TERMINATED: Exit.terminated,
+  TIMED_OUT: Exit.terminated,
+};
 
 export async function run(argv: string[]): Promise<number> {
-  const parsed = parseSingle(argv, HELP, 'status', 'workflow id');
+  const parsed = parseCommand(STATUS, argv);
   if (!parsed) return Exit.ok;
-  const { values, arg } = parsed;
-  const client = await connectClient(configFrom(values));
-  try {
-    const handle = client.workflow.getHandle(arg);
-    let desc;
-    try {
-      desc = await handle.describe();
-    } catch (err) {
-      throw new CliError(`no workflow ${arg}: ${(err as Error).message}`, Exit.badInput);
-    }
+  const { values } = parsed;
+  const id = onePositional(parsed.positionals, 'status', 'workflow id');
+  return withClient(configFrom(values), async (client) => {
+    const handle = client.workflow.getHandle(id);
+    const desc = await handle.describe().catch((err: unknown) => {
+      throw temporalFailure(`cannot describe ${id}`, err);
+    });
     const status = desc.status.name;
     const progress = status === 'RUNNING' ? await handle.query(progressQuery).catch(() => undefined) : undefined;
     const result = status === 'COMPLETED' ? await handle.result() : undefined;
@@ -35,8 +38,6 @@ export async function run(argv: string[]): Promise<number> {
       if (result) lines.push(`  ${JSON.stringify(result)}`);
       return lines.join('\n');
     });
-    return status === 'FAILED' ? Exit.failed : status === 'CANCELLED' ? Exit.cancelled : status === 'TERMINATED' ? Exit.terminated : Exit.ok;
-  } finally {
-    await closeConnection(client.connection);
-  }
+    return EXIT_OF_STATUS[status] ?? Exit.ok;
+  });
 }

@@ -3,24 +3,18 @@ import { freezeGuardFor } from '../../safety/guard-for';
 import { restoreAgentTimeout } from '../../safety/agent-timeout-restore';
 import { thawAndConfirm } from '../../safety/thaw-confirm';
 import { DOMAIN_NAME, DOMAIN_UUID } from '../../model/input';
-import { COMMON_HELP, configFrom, parseSingle } from '../common-flags';
+import { configFrom, onePositional } from '../config-flags';
+import { parseCommand } from '../options';
+import { THAW } from '../specs/thaw';
 import { CliError, Exit } from '../exit-codes';
 import { emit } from '../output';
 import { jsonLogger } from '../../worker/logger';
 
-const HELP = `Usage: vmsnap thaw <domain>
-
-Emergency thaw, straight through this host's libvirt (no Temporal needed): the operator's
-override, which ends ANY freeze of the guest — vmsnap's or not — and says whose it ended.
-virDomainFSThaw, then guest-fsfreeze-status until "thawed" (the same thaw every vmsnap layer
-uses). Clears vmsnap's journal entry for the guest and its freeze obligation in Ceph; a run
-whose window it ends reports quiesced: false.
-${COMMON_HELP}`;
-
 export async function run(argv: string[]): Promise<number> {
-  const parsed = parseSingle(argv, HELP, 'thaw', 'domain');
+  const parsed = parseCommand(THAW, argv);
   if (!parsed) return Exit.ok;
-  const { values, arg: name } = parsed;
+  const { values } = parsed;
+  const name = onePositional(parsed.positionals, 'thaw', 'domain');
   if (!DOMAIN_NAME.test(name) && !DOMAIN_UUID.test(name)) throw new CliError(`invalid domain "${name}"`, Exit.badInput);
   const config = configFrom(values);
   const lv = await connectLibvirt(config.libvirt.uri);

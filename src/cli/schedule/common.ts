@@ -1,15 +1,21 @@
-import { ScheduleAlreadyRunning, ScheduleNotFoundError, isGrpcServiceError } from '@temporalio/client';
+import { ScheduleAlreadyRunning, ScheduleNotFoundError } from '@temporalio/client';
+import type { RetentionPolicy } from '../../model/retention';
 import { CliError, Exit } from '../exit-codes';
 import { NamespaceNotPreparedError, missingSearchAttributesIn } from '../../temporal-namespace';
+import { temporalFailure } from '../service-errors';
 import { namespaceDialed } from '../temporal-client-namespace';
 
-/** What `schedule create` records in the schedule's memo, so list/describe can show it plainly. */
+/**
+ * What `schedule create` records in the schedule's memo. Temporal's UpdateSchedule cannot change a
+ * schedule's memo, so only what `schedule update` never changes is read from it (domain, host);
+ * the spec and the retention are read from the schedule itself.
+ */
 export interface ScheduleMemo {
   domain: string;
   host: string;
-  /** "every 1h" / "cron 0 3 * * *" as the operator gave it (the server stores cron as calendars). */
+  /** "every 1h" / "cron 0 3 * * *" as the operator gave it at create. */
   spec: string;
-  retention?: { keepLast?: number; keepDaily?: number };
+  retention?: RetentionPolicy;
 }
 
 export const MEMO_KEY = 'vmsnap';
@@ -25,25 +31,12 @@ export function scheduleFailure(scheduleId: string, doing: string, err: unknown)
   if (err instanceof CliError) return err;
   // An unprepared namespace is not this schedule's fault: the one line naming `vmsnap setup`.
   const missing = missingSearchAttributesIn(err);
-  if (missing) return new CliError(new NamespaceNotPreparedError(namespaceDialed(), missing).message, Exit.unreachable);
-  if (err instanceof ScheduleNotFoundError) return new CliError(`no schedule "${scheduleId}"`, Exit.badInput);
+  if (missing) return new CliError(new NamespaceNotPreparedError(namespaceDialed(), missing).message, Exit.unreachable, 'NamespaceNotPrepared');
+  if (err instanceof ScheduleNotFoundError) return new CliError(`no schedule "${scheduleId}"`, Exit.badInput, 'NotFound');
   if (err instanceof ScheduleAlreadyRunning) {
-    return new CliError(`schedule "${scheduleId}" already exists (delete it first, or choose another id)`, Exit.badInput);
+    return new CliError(`schedule "${scheduleId}" already exists (delete it first, or choose another id)`, Exit.badInput, 'AlreadyExists');
   }
-  const msg = `cannot ${doing} schedule "${scheduleId}": ${(err as Error).message}`;
-  const code = grpcCode(err);
-  // 3 INVALID_ARGUMENT, 5 NOT_FOUND, 6 ALREADY_EXISTS; 4 DEADLINE_EXCEEDED, 14 UNAVAILABLE
-  if (code !== undefined && [3, 5, 6].includes(code)) return new CliError(msg, Exit.badInput);
-  if (code !== undefined && [4, 14].includes(code)) return new CliError(msg, Exit.unreachable);
-  return new CliError(msg, Exit.failed);
-}
-
-/** The gRPC status code under the client's ServiceError wrapping, if any. */
-export function grpcCode(err: unknown): number | undefined {
-  for (let e = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    if (isGrpcServiceError(e)) return e.code;
-  }
-  return undefined;
+  return temporalFailure(`cannot ${doing} schedule "${scheduleId}"`, err);
 }
 
 export function memoOf(memo: Record<string, unknown> | undefined): ScheduleMemo | undefined {

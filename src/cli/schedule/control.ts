@@ -2,42 +2,22 @@ import { WorkflowFailedError } from '@temporalio/client';
 import type { Client, ScheduleDescription } from '@temporalio/client';
 import type { SnapshotResult } from '../../model/types';
 import { humanResult } from '../commands/snapshot';
-import { COMMON_HELP, configFrom, parse } from '../common-flags';
+import { configFrom } from '../config-flags';
 import { CliError, Exit } from '../exit-codes';
 import { describeFailure, exitCodeFor } from '../failure-exit';
+import { parseCommand } from '../options';
 import { emit } from '../output';
+import { SCHEDULE_DELETE, SCHEDULE_PAUSE, SCHEDULE_TRIGGER, SCHEDULE_UNPAUSE } from '../specs/schedule';
 import { scheduleFailure } from './common';
 import { withClient } from '../temporal-client';
 import { parseOverlap, scheduleId } from './spec';
 
-export const PAUSE_HELP = `Usage: vmsnap schedule pause <schedule-id> [--note TEXT]
-
-Stops starting new runs; a run in progress finishes. Unpause to resume.
-${COMMON_HELP}`;
-
-export const UNPAUSE_HELP = `Usage: vmsnap schedule unpause <schedule-id> [--note TEXT]
-${COMMON_HELP}`;
-
-export const TRIGGER_HELP = `Usage: vmsnap schedule trigger <schedule-id> [--wait] [--overlap skip|buffer-one|allow-all]
-
-Starts a run now (retention applies after it as after any run). With the default overlap policy
-the trigger is skipped while a run is in progress.
-
-  --wait                   wait for the run and print its result; exit code as for vmsnap snapshot --wait
-  --overlap POLICY         overlap policy for this trigger only (default: the schedule's)
-${COMMON_HELP}`;
-
-export const DELETE_HELP = `Usage: vmsnap schedule delete <schedule-id>
-
-Deletes the schedule. A run in progress finishes; the images it made stay (vmsnap never deletes
-images outside a schedule's retention).
-${COMMON_HELP}`;
-
 /** pause/unpause: the same shape, one server call each. */
 export function setPaused(paused: boolean) {
   return async (argv: string[]): Promise<number> => {
-    const { values, positionals } = parse(argv, { note: { type: 'string' } });
-    if (values.help) return help(paused ? PAUSE_HELP : UNPAUSE_HELP);
+    const parsed = parseCommand(paused ? SCHEDULE_PAUSE : SCHEDULE_UNPAUSE, argv);
+    if (!parsed) return Exit.ok;
+    const { values, positionals } = parsed;
     const id = oneId(positionals, paused ? 'pause' : 'unpause');
     return withClient(configFrom(values), async (client) => {
       const h = client.schedule.getHandle(id);
@@ -52,8 +32,9 @@ export function setPaused(paused: boolean) {
 }
 
 export async function remove(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(argv, {});
-  if (values.help) return help(DELETE_HELP);
+  const parsed = parseCommand(SCHEDULE_DELETE, argv);
+  if (!parsed) return Exit.ok;
+  const { values, positionals } = parsed;
   const id = oneId(positionals, 'delete');
   return withClient(configFrom(values), async (client) => {
     await client.schedule
@@ -68,8 +49,9 @@ export async function remove(argv: string[]): Promise<number> {
 }
 
 export async function trigger(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(argv, { wait: { type: 'boolean' }, overlap: { type: 'string' } });
-  if (values.help) return help(TRIGGER_HELP);
+  const parsed = parseCommand(SCHEDULE_TRIGGER, argv);
+  if (!parsed) return Exit.ok;
+  const { values, positionals } = parsed;
   const id = oneId(positionals, 'trigger');
   const overlap = values.overlap === undefined ? undefined : parseOverlap(values.overlap);
   return withClient(configFrom(values), async (client) => {
@@ -127,9 +109,4 @@ function retentionLine(r: SnapshotResult): string {
 function oneId(positionals: string[], verb: string): string {
   if (positionals.length > 1) throw new CliError(`schedule ${verb} takes one <schedule-id>`, Exit.badInput);
   return scheduleId(positionals[0]);
-}
-
-function help(text: string): number {
-  process.stdout.write(text + '\n');
-  return Exit.ok;
 }

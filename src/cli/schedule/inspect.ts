@@ -1,53 +1,62 @@
 import type { Client, ScheduleDescription, ScheduleExecutionResult } from '@temporalio/client';
-import { COMMON_HELP, configFrom, parse } from '../common-flags';
+import type { SnapshotRequest } from '../../model/input';
+import type { RetentionPolicy } from '../../model/retention';
+import { configFrom } from '../config-flags';
 import { CliError, Exit } from '../exit-codes';
+import { parseCommand } from '../options';
 import { emit } from '../output';
+import { retentionText } from '../retention-flags';
+import { SCHEDULE_DESCRIBE, SCHEDULE_LIST } from '../specs/schedule';
 import { WORKFLOW_TYPE, memoOf, scheduleFailure } from './common';
 import { withClient } from '../temporal-client';
-import { retentionText } from './create';
 import { describeSpec, scheduleId } from './spec';
 
-export const LIST_HELP = `Usage: vmsnap schedule list [--domain D]
-
-Lists vmsnap's schedules (those starting ${WORKFLOW_TYPE}): id, domain, spec, state, next run.
-${COMMON_HELP}`;
-
-export const DESCRIBE_HELP = `Usage: vmsnap schedule describe <schedule-id>
-
-Spec, overlap policy, retention, state, counts, next runs, and the recent runs with their status.
-${COMMON_HELP}`;
+/** Describes at a time while listing: a fleet has a schedule per VM. */
+const DESCRIBE_CONCURRENCY = 8;
 
 export async function list(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(argv, { domain: { type: 'string' } });
-  if (values.help) return help(LIST_HELP);
+  const parsed = parseCommand(SCHEDULE_LIST, argv);
+  if (!parsed) return Exit.ok;
+  const { values, positionals } = parsed;
   if (positionals.length) throw new CliError('schedule list takes no arguments (see --help)', Exit.badInput);
   return withClient(configFrom(values), async (client) => {
-    const rows: ListRow[] = [];
+    const found: { id: string; domain: string | null; host: string | null }[] = [];
     try {
       for await (const s of client.schedule.list()) {
         if (s.action?.workflowType !== WORKFLOW_TYPE) continue;
         const memo = memoOf(s.memo);
         if (values.domain && memo?.domain !== values.domain) continue;
-        rows.push({
-          scheduleId: s.scheduleId,
-          domain: memo?.domain ?? null,
-          host: memo?.host ?? null,
-          spec: memo?.spec ?? (s.spec ? describeSpec(s.spec) : null),
-          retention: memo?.retention ?? null,
-          paused: s.state.paused,
-          nextRun: s.info.nextActionTimes[0] ?? null,
-          lastRun: latest(s.info.recentActions)?.action.workflow.workflowId ?? null,
-        });
+        found.push({ id: s.scheduleId, domain: memo?.domain ?? null, host: memo?.host ?? null });
       }
     } catch (err) {
       throw scheduleFailure('*', 'list', err);
     }
-    rows.sort((a, b) => (a.scheduleId < b.scheduleId ? -1 : 1));
-    emit(!!values.json, rows, () =>
-      rows.length
-        ? rows
-            .map((r) => `${r.scheduleId}\t${r.domain ?? '?'}\t${r.spec}\t${r.paused ? 'paused' : 'active'}\tnext ${r.nextRun?.toISOString() ?? '-'}`)
-            .join('\n')
+    // The list's summaries carry neither the run input (the retention) nor a spec `schedule
+    // update` changed in a form the memo could follow: each schedule is described.
+    const rows = await mapLimit(found, DESCRIBE_CONCURRENCY, async (f): Promise<ListRow | undefined> => {
+      const d = await client.schedule
+        .getHandle(f.id)
+        .describe()
+        .catch((err: unknown) => {
+          if (scheduleFailure(f.id, 'describe', err).type === 'NotFound') return undefined; // deleted since the listing
+          throw scheduleFailure(f.id, 'describe', err);
+        });
+      if (!d) return undefined;
+      return {
+        scheduleId: f.id,
+        domain: f.domain,
+        host: f.host,
+        spec: describeSpec(d.spec),
+        retention: retentionOf(d),
+        paused: d.state.paused,
+        nextRun: d.info.nextActionTimes[0] ?? null,
+        lastRun: latest(d.info.recentActions)?.action.workflow.workflowId ?? null,
+      };
+    });
+    const out = rows.filter((r): r is ListRow => r !== undefined).sort((a, b) => (a.scheduleId < b.scheduleId ? -1 : 1));
+    emit(!!values.json, out, () =>
+      out.length
+        ? out.map((r) => `${r.scheduleId}\t${r.domain ?? '?'}\t${r.spec}\t${r.paused ? 'paused' : 'active'}\tnext ${r.nextRun?.toISOString() ?? '-'}`).join('\n')
         : 'no vmsnap schedules',
     );
     return Exit.ok;
@@ -55,8 +64,9 @@ export async function list(argv: string[]): Promise<number> {
 }
 
 export async function describe(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(argv, {});
-  if (values.help) return help(DESCRIBE_HELP);
+  const parsed = parseCommand(SCHEDULE_DESCRIBE, argv);
+  if (!parsed) return Exit.ok;
+  const { values, positionals } = parsed;
   if (positionals.length > 1) throw new CliError('schedule describe takes one <schedule-id>', Exit.badInput);
   const id = scheduleId(positionals[0]);
   return withClient(configFrom(values), async (client) => {
@@ -76,11 +86,17 @@ interface ListRow {
   scheduleId: string;
   domain: string | null;
   host: string | null;
-  spec: string | null;
-  retention: { keepLast?: number; keepDaily?: number } | null;
+  spec: string;
+  retention: RetentionPolicy | null;
   paused: boolean;
   nextRun: Date | null;
   lastRun: string | null;
+}
+
+/** The retention the next run gets: its input's, not the memo's (which `schedule update` cannot change). */
+function retentionOf(d: ScheduleDescription): RetentionPolicy | null {
+  const input = d.action.args?.[0] as SnapshotRequest | undefined;
+  return input?.retention ?? null;
 }
 
 type Summary = Awaited<ReturnType<typeof summarize>>;
@@ -104,11 +120,11 @@ async function summarize(client: Client, d: ScheduleDescription) {
     domain: memo?.domain ?? null,
     host: memo?.host ?? null,
     taskQueue: d.action.taskQueue,
-    spec: memo?.spec ?? describeSpec(d.spec),
+    spec: describeSpec(d.spec),
     overlap: d.policies.overlap,
     catchupWindowMs: d.policies.catchupWindow,
     pauseOnFailure: d.policies.pauseOnFailure,
-    retention: memo?.retention ?? null,
+    retention: retentionOf(d),
     paused: d.state.paused,
     note: d.state.note ?? null,
     actionsTaken: d.info.numActionsTaken,
@@ -140,7 +156,15 @@ function latest(actions: ScheduleExecutionResult[]): ScheduleExecutionResult | u
   return [...actions].sort((a, b) => b.takenAt.getTime() - a.takenAt.getTime())[0];
 }
 
-function help(text: string): number {
-  process.stdout.write(text + '\n');
-  return Exit.ok;
+async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array<R>(items.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
 }

@@ -1,5 +1,6 @@
 import { ScheduleOverlapPolicy } from '@temporalio/client';
 import type { ScheduleSpec } from '@temporalio/client';
+import { formatDuration } from '../durations';
 import { CliError, Exit } from '../exit-codes';
 
 /*
@@ -16,8 +17,6 @@ export const OVERLAP: Record<string, ScheduleOverlapPolicy> = {
   'allow-all': ScheduleOverlapPolicy.ALLOW_ALL,
 };
 
-const UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-const DURATION = /^([1-9][0-9]{0,6})(s|m|h|d)$/;
 /** Five cron fields (minute hour day-of-month month day-of-week) or an @-macro Temporal accepts. */
 const CRON_FIELD = /^[0-9A-Za-z*?,/#LW-]+$/;
 const CRON_MACRO = /^@(yearly|annually|monthly|weekly|daily|hourly)$/;
@@ -28,21 +27,22 @@ export function scheduleId(id: string | undefined): string {
   return id;
 }
 
-/** `1h`, `30m`, `90s`, `1d` → milliseconds; at least 10 s (a snapshot takes seconds). */
-export function parseDuration(flag: string, s: string, minMs = 10_000): number {
-  const m = DURATION.exec(s);
-  if (!m) throw new CliError(`--${flag} expects a duration like 90s, 30m, 1h or 1d, got "${s}"`, Exit.badInput);
-  const ms = Number(m[1]) * UNIT_MS[m[2]];
-  if (ms < minMs) throw new CliError(`--${flag} must be at least ${minMs / 1000}s`, Exit.badInput);
-  return ms;
-}
-
 const CLOCK = /^([01][0-9]|2[0-3]):([0-5][0-9])$/;
 
-export function parseSpec(v: { every?: string; cron?: string; window?: string; timezone?: string }): ScheduleSpec {
-  if ([v.every, v.cron, v.window].filter(Boolean).length !== 1) throw new CliError('give exactly one of --every DURATION, --cron EXPR or --window HH:MM-HH:MM', Exit.badInput);
+/** The spec flags as parsed: `--every` already in ms (durations.ts; its table entry sets the 10 s floor). */
+export interface SpecFlags {
+  everyMs?: number;
+  cron?: string;
+  window?: string;
+  timezone?: string;
+}
+
+export function parseSpec(v: SpecFlags): ScheduleSpec {
+  if ([v.everyMs !== undefined, !!v.cron, !!v.window].filter(Boolean).length !== 1) {
+    throw new CliError('give exactly one of --every DURATION, --cron EXPR or --window HH:MM-HH:MM', Exit.badInput);
+  }
   const tz = v.timezone ? { timezone: timezone(v.timezone) } : {};
-  if (v.every) return { intervals: [{ every: parseDuration('every', v.every) }], ...tz };
+  if (v.everyMs !== undefined) return { intervals: [{ every: v.everyMs }], ...tz };
   if (v.window) return { ...dailyWindow(v.window), ...tz };
   const expr = v.cron!.trim();
   const fields = expr.split(/\s+/);
@@ -75,7 +75,7 @@ export function parseOverlap(s: string | undefined): ScheduleOverlapPolicy {
   return o;
 }
 
-function timezone(tz: string): string {
+export function timezone(tz: string): string {
   try {
     new Intl.DateTimeFormat('en-US', { timeZone: tz });
   } catch {
@@ -84,20 +84,79 @@ function timezone(tz: string): string {
   return tz;
 }
 
-/** "every 1h" / "cron 0 3 * * *" for humans, from a described spec. */
-export function describeSpec(spec: { intervals?: { every: number | string }[]; calendars?: unknown[]; cronExpressions?: string[]; timezone?: string; jitter?: number | string }): string {
+/** "every 1h" / "cron 0 3 * * *" for humans, from the spec the server describes. */
+export function describeSpec(spec: {
+  intervals?: { every: number | string }[];
+  /** As the server describes them (CalendarSpecDescription); a spec we build has none. */
+  calendars?: readonly unknown[];
+  cronExpressions?: string[];
+  timezone?: string;
+  jitter?: number | string;
+}): string {
   const parts: string[] = [];
-  for (const i of spec.intervals ?? []) parts.push(`every ${humanMs(Number(i.every))}`);
-  for (const c of spec.cronExpressions ?? []) parts.push(`cron ${c}`);
-  if (spec.calendars?.length) parts.push(`${spec.calendars.length} calendar spec(s)`);
-  if (spec.jitter && Number(spec.jitter) > 0) parts.push(`spread over ${humanMs(Number(spec.jitter))}`);
+  for (const i of spec.intervals ?? []) parts.push(`every ${formatDuration(Number(i.every))}`);
+  // The server keeps a cron expression as a calendar: shown as the cron it stands for.
+  const crons = [...(spec.cronExpressions ?? []), ...(spec.calendars ?? []).map((c) => cronOf(c as CalendarLike))];
+  const jitter = Number(spec.jitter ?? 0);
+  const window = crons.length === 1 && !parts.length ? dailyWindowOf(crons[0]!, jitter) : undefined;
+  if (window) parts.push(window);
+  else {
+    for (const c of crons) parts.push(`cron ${c}`);
+    if (jitter > 0) parts.push(`spread over ${formatDuration(jitter)}`);
+  }
   const text = parts.join(', ') || 'no spec';
   return spec.timezone ? `${text} (${spec.timezone})` : text;
 }
 
-function humanMs(ms: number): string {
-  for (const [u, n] of [['d', 86_400_000], ['h', 3_600_000], ['m', 60_000], ['s', 1000]] as const) {
-    if (ms >= n && ms % n === 0) return `${ms / n}${u}`;
-  }
-  return `${ms}ms`;
+/** `--window`'s own spelling back, for the spec it made: a daily cron and a jitter of whole minutes under a day. */
+function dailyWindowOf(cron: string, jitterMs: number): string | undefined {
+  const m = /^([0-9]{1,2}) ([0-9]{1,2}) \* \* \*$/.exec(cron);
+  if (!m || jitterMs <= 0 || jitterMs % 60_000 || jitterMs >= 86_400_000) return undefined;
+  const start = Number(m[2]) * 60 + Number(m[1]);
+  const end = (start + jitterMs / 60_000) % 1440;
+  const hhmm = (t: number) => `${String(Math.floor(t / 60)).padStart(2, '0')}:${String(t % 60).padStart(2, '0')}`;
+  return `daily in ${hhmm(start)}-${hhmm(end)}`;
+}
+
+type Range = { start: number | string; end?: number | string; step?: number };
+export interface CalendarLike {
+  second?: Range[];
+  minute?: Range[];
+  hour?: Range[];
+  dayOfMonth?: Range[];
+  month?: Range[];
+  year?: Range[];
+  dayOfWeek?: Range[];
+}
+
+const MONTHS = ['JANUARY', 'FEBRUARY', 'MARCH', 'APRIL', 'MAY', 'JUNE', 'JULY', 'AUGUST', 'SEPTEMBER', 'OCTOBER', 'NOVEMBER', 'DECEMBER'];
+const DAYS = ['SUNDAY', 'MONDAY', 'TUESDAY', 'WEDNESDAY', 'THURSDAY', 'FRIDAY', 'SATURDAY'];
+
+/** A described calendar as five cron fields (six with seconds other than 0, a year when set). */
+export function cronOf(c: CalendarLike): string {
+  const fields = [
+    field(c.minute, 0, 59),
+    field(c.hour, 0, 23),
+    field(c.dayOfMonth, 1, 31),
+    field(c.month, 1, 12, MONTHS),
+    field(c.dayOfWeek, 0, 6, DAYS),
+  ];
+  const second = field(c.second, 0, 59);
+  const year = c.year?.length ? field(c.year, Number.NaN, Number.NaN) : undefined;
+  return [...(second === '0' ? [] : [second]), ...fields, ...(year ? [year] : [])].join(' ');
+}
+
+function field(ranges: Range[] | undefined, min: number, max: number, names?: string[]): string {
+  if (!ranges?.length) return '*';
+  const num = (v: number | string) => (typeof v === 'number' ? v : names!.indexOf(v) + (names === MONTHS ? 1 : 0));
+  const text = (v: number) => (names ? names[names === MONTHS ? v - 1 : v]!.slice(0, 3) : String(v));
+  return ranges
+    .map((r) => {
+      const a = num(r.start);
+      const b = r.end === undefined ? a : Math.max(a, num(r.end));
+      const step = r.step && r.step > 1 ? `/${r.step}` : '';
+      if (a === min && b === max) return `*${step}`;
+      return a === b ? text(a) : `${text(a)}-${text(b)}${step}`;
+    })
+    .join(',');
 }
