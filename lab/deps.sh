@@ -35,6 +35,8 @@ PACKAGES=(
   openssl
   # npm run lint: the lab, guest and CI shell scripts
   shellcheck
+  # test/unit/cli-completion.test.ts runs `vmsnap completion zsh` in a real zsh (bash is always there)
+  zsh
   # test/unit/service-unit.test.ts: systemd-analyze verify on deploy/vmsnap-worker.service
   systemd
   # test/integration/release-install.test.ts: the clean Debian 12 root the release installs into
