@@ -15,13 +15,16 @@ export interface BenchOptions {
   outDir: string;
   /** Private copies of the lab guests (support/lab/scratch-guest.ts) instead of the shared ones. */
   scratch: boolean;
+  /** Their memory and data disk size (MiB); default the lab guests' 256 and 64. */
+  scratchMemoryMiB: number;
+  scratchDiskMiB: number;
   /** The write-load lane alone (write-load.ts): its dirty sizes (MiB per disk) and writer rate (MiB/s, 0 unpaced). */
   writeLoad?: { sizes: number[]; rateMiBps: number };
 }
 
 export const USAGE = `npm run bench -- [--quick] [--runs N] [--guests 1disk,3disk] [--paxos 0.1,1.0]
     [--no-window] [--no-flatten] [--flatten-reps N] [--no-load] [--load-workflows N] [--pause-ms MS] [--out DIR]
-    [--write-load [--dirty 0,16,64,256] [--write-rate MiB/s]] [--scratch]
+    [--write-load [--dirty 0,16,64,256] [--write-rate MiB/s]] [--scratch [--guest-memory MiB] [--disk-mib MiB]]
   --quick: 5 runs per contender, the 1-disk guest, paxos 0.1, flatten 1 rep, no load test.
   --write-load: only the write-load lane (the freeze window of a busy guest): before each run the
     guest's writers write --dirty MiB on each data disk (at most --write-rate MiB/s each; 0 = unpaced);
@@ -29,7 +32,9 @@ export const USAGE = `npm run bench -- [--quick] [--runs N] [--guests 1disk,3dis
     --runs (default 5) and --guests (default 1disk) apply.
   --scratch: the freeze-window and write-load runs go to private copies of the lab guests (same
     kernel, initramfs, agent, memory and disks; made for the run and removed after it) instead of
-    vmsnap-g1/g3, which other engineers' runs freeze too (the load test keeps the shared guests).`;
+    vmsnap-g1/g3, which other engineers' runs freeze too (the load test keeps the shared guests).
+    --guest-memory and --disk-mib size them (default 256 and 64, the lab guests'): a 256 MiB guest
+    keeps only ~16 MiB dirty, so 64 and 256 MiB of dirty data need a larger one.`;
 
 export function parseOptions(argv: string[]): BenchOptions {
   const { values } = parseArgs({
@@ -48,6 +53,8 @@ export function parseOptions(argv: string[]): BenchOptions {
       out: { type: 'string', default: 'bench/results' },
       'write-load': { type: 'boolean', default: false },
       scratch: { type: 'boolean', default: false },
+      'guest-memory': { type: 'string', default: '256' },
+      'disk-mib': { type: 'string', default: '64' },
       dirty: { type: 'string', default: '0,16,64,256' },
       'write-rate': { type: 'string', default: '0' },
       help: { type: 'boolean', default: false },
@@ -68,6 +75,11 @@ export function parseOptions(argv: string[]): BenchOptions {
   if (!Number.isInteger(runs) || runs < 1) throw new Error('--runs must be a positive integer');
   const sizes = list(values.dirty, '0').map(Number);
   if (sizes.some((n) => !Number.isInteger(n) || n < 0)) throw new Error('--dirty: whole MiB >= 0, comma-separated');
+  const mib = (v: string, flag: string): number => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 64) throw new Error(`${flag}: whole MiB >= 64`);
+    return n;
+  };
   const rateMiBps = Number(values['write-rate']);
   if (!Number.isFinite(rateMiBps) || rateMiBps < 0) throw new Error('--write-rate: MiB/s >= 0');
   return {
@@ -82,7 +94,9 @@ export function parseOptions(argv: string[]): BenchOptions {
     loadWorkflows: Number(values['load-workflows']),
     pauseMs: Number(values['pause-ms']),
     outDir: values.out,
-    scratch: values.scratch,
+    scratch: values.scratch || values['guest-memory'] !== '256' || values['disk-mib'] !== '64',
+    scratchMemoryMiB: mib(values['guest-memory'], '--guest-memory'),
+    scratchDiskMiB: mib(values['disk-mib'], '--disk-mib'),
     ...(writeLoad ? { writeLoad: { sizes: sizes.includes(0) ? sizes : [0, ...sizes], rateMiBps } } : {}),
   };
 }

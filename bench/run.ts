@@ -88,10 +88,10 @@ async function main(): Promise<void> {
         guestNames.push(shared[g]);
         continue;
       }
-      const s = await startScratchGuest(ctx.env, shared['1disk'], { disks: g === '1disk' ? 1 : 3 });
+      const s = await startScratchGuest(ctx.env, shared['1disk'], { disks: g === '1disk' ? 1 : 3, memoryMiB: o.scratchMemoryMiB, diskMiB: o.scratchDiskMiB });
       scratch.push(s);
       guestNames.push(s.name);
-      log(`bench: ${s.name}: a private ${g} guest (the lab guests' image, 256 MiB), ready`);
+      log(`bench: ${s.name}: a private ${g} guest (the lab guests' image; ${o.scratchMemoryMiB} MiB, ${o.scratchDiskMiB} MiB disks), ready`);
     }
     await mainOn(ctx, o, guestNames, started);
   } finally {
@@ -185,6 +185,8 @@ async function writeLoadMain(ctx: LabContext, o: BenchOptions, wl: NonNullable<B
   log(`bench: write-load lane; ${o.runs} rounds; dirty ${wl.sizes.join(', ')} MiB per disk; writers ${wl.rateMiBps || 'unpaced'}; guests ${guestNames.join(', ')}; paxos ${await getPaxos().catch(() => 'unknown')}`);
   const results: WriteLoadResult[] = [];
   const errors: string[] = [];
+  // Each disk's file must fit beside the probe's log: 32 MiB on the lab's 64 MiB disks.
+  const wrapMiB = o.scratch ? Math.max(32, Math.floor((o.scratchDiskMiB - 64) / 4) * 4) : 32;
   // Two workers of the same build: the product's default pre-flush, and none.
   const withPreFlush = await startBenchWorker(ctx.env);
   const without = await startBenchWorker(ctx.env, { VMSNAP_PRE_FLUSH_TIMEOUT_MS: '0' });
@@ -201,8 +203,8 @@ async function writeLoadMain(ctx: LabContext, o: BenchOptions, wl: NonNullable<B
     for (const name of guestNames) {
       const guest = await ctx.guest(name);
       log(`bench: ${name}: warm-up round (not recorded)`);
-      await writeLoadLane(ctx, guest, variants, { runs: 1, sizes: [0], rateMiBps: wl.rateMiBps, pauseMs: o.pauseMs, log: () => undefined }).catch((err: unknown) => errors.push(`${name} warm-up: ${String(err)}`));
-      results.push(await writeLoadLane(ctx, guest, variants, { runs: o.runs, sizes: wl.sizes, rateMiBps: wl.rateMiBps, pauseMs: Math.max(o.pauseMs, 500), log }));
+      await writeLoadLane(ctx, guest, variants, { runs: 1, sizes: [0], rateMiBps: wl.rateMiBps, wrapMiB, pauseMs: o.pauseMs, log: () => undefined }).catch((err: unknown) => errors.push(`${name} warm-up: ${String(err)}`));
+      results.push(await writeLoadLane(ctx, guest, variants, { runs: o.runs, sizes: wl.sizes, rateMiBps: wl.rateMiBps, wrapMiB, pauseMs: Math.max(o.pauseMs, 500), log }));
     }
   } finally {
     await withPreFlush.stop().catch(() => undefined);

@@ -91,6 +91,8 @@ export interface WriteLoadOptions {
   runs: number;
   sizes: number[];
   rateMiBps: number;
+  /** Where the writers' file wraps (support/lab/dirty-writer.ts); default the lab guests'. */
+  wrapMiB?: number;
   pauseMs: number;
   log(line: string): void;
 }
@@ -158,7 +160,7 @@ async function measureOnce(ctx: LabContext, guest: Guest, v: Variant, mib: numbe
   let lastError = '';
   for (let attempt = 1; attempt <= 2; attempt++) {
     try {
-      const d = await dirtyGuest(ctx.libvirt, guest.dom, mib, o.rateMiBps);
+      const d = await dirtyGuest(ctx.libvirt, guest.dom, mib, o.rateMiBps, o.wrapMiB);
       const { t, preFlush } = await v.run(guest, `wl-${mib}-${round}-${attempt}-${Date.now().toString(36)}`);
       const probe = await probeGap(guest.name, guest.disks.length, t.probeFromMs ?? t.freezeStartMs, t.probeToMs ?? t.thawReturnMs);
       const withPf = preFlush ? await probeGap(guest.name, guest.disks.length, preFlush.startedAt, t.thawReturnMs) : undefined;

@@ -10,7 +10,7 @@
 import type { DomainRef, LibvirtClient } from '../../src/libvirt';
 import { busyboxSh, runInGuest } from './guest-run';
 
-/** The file wraps here: the data disks hold 52 MiB free beside the probe's log. */
+/** The file wraps here on the lab guests: their data disks hold 52 MiB free beside the probe's log. */
 export const WRAP_MIB = 32;
 export const DIRTY_FILE = 'vmsnap-bench-dirty';
 const WRITERS_PID = '/run/vmsnap/bench-writers.pid';
@@ -28,15 +28,16 @@ export interface DirtyResult {
 }
 
 /** The writers' script (busybox ash): pure, so its shape is unit-checked without a guest. */
-export function writerScript(mib: number, rateMiBps: number): string {
+export function writerScript(mib: number, rateMiBps: number, wrapMiB = WRAP_MIB): string {
   if (!Number.isInteger(mib) || mib < 0) throw new Error(`dirty MiB must be a whole number >= 0, not ${mib}`);
+  if (!Number.isInteger(wrapMiB) || wrapMiB < 4 || wrapMiB % 4) throw new Error(`the writers' file wraps at a multiple of 4 MiB, not ${wrapMiB}`);
   // Unpaced writers go 4 MiB per dd (fewer forks: a fork costs the TCG guest milliseconds); paced
   // ones 1 MiB per dd with a sleep after each, an upper bound on the rate.
   const chunk = rateMiBps > 0 ? 1 : 4;
   const pause = rateMiBps > 0 ? `usleep ${Math.round(1_000_000 / rateMiBps)}` : ':';
   return [
     `echo $$ > ${WRITERS_PID}`,
-    `n=${mib}; w=${WRAP_MIB}; c=${chunk}`,
+    `n=${mib}; w=${wrapMiB}; c=${chunk}`,
     'for d in $(cat /run/vmsnap/disks); do',
     `  ( f=/mnt/$d/${DIRTY_FILE}; i=0`,
     '    while [ $i -lt $n ]; do k=$c; [ $((n - i)) -lt $k ] && k=$((n - i))',
@@ -63,8 +64,9 @@ export function parseDirty(meminfo: string): { dirtyKiB: number; writebackKiB: n
   return { dirtyKiB: kib('Dirty'), writebackKiB: kib('Writeback') };
 }
 
-export async function dirtyGuest(lv: LibvirtClient, dom: DomainRef, mib: number, rateMiBps: number): Promise<DirtyResult> {
-  const r = await runInGuest(lv, dom, busyboxSh(writerScript(mib, rateMiBps)), { timeoutMs: 120_000, pollMs: 20 });
+/** `wrapMiB`: where each disk's file wraps; it must fit the disk beside the probe's log. */
+export async function dirtyGuest(lv: LibvirtClient, dom: DomainRef, mib: number, rateMiBps: number, wrapMiB = WRAP_MIB): Promise<DirtyResult> {
+  const r = await runInGuest(lv, dom, busyboxSh(writerScript(mib, rateMiBps, wrapMiB)), { timeoutMs: 300_000, pollMs: 20 });
   if (r.code !== 0) throw new Error(`writers in ${dom.name} failed (exit ${r.code}): ${r.stderr.trim()}`);
   return { mib, writeMs: r.ms, startedAt: r.startedAt, endedAt: r.exitedAt, ...parseDirty(r.stdout) };
 }

@@ -7,7 +7,8 @@ import type { LabEnv } from './env';
 
 /**
  * A throw-away lab guest of its own, on host A: the lab guests' kernel and initramfs (the same
- * init, qemu-ga, fsfreeze hook and freeze probe) and fresh 64 MiB ext4 RBD data disks, its console
+ * init, qemu-ga, fsfreeze hook and freeze probe) and fresh ext4 RBD data disks (64 MiB and 256 MiB
+ * of memory as the lab's, unless asked for more), its console
  * stamped into `<probeDir>/<name>/ticks.log` by the lab's own stamper, so the probe helpers read it
  * like any lab guest's. For what must not be done to the shared guests — restarting their agent
  * with other options (the pre-flush test), or freezing them where other engineers' runs freeze
@@ -25,7 +26,7 @@ export interface ScratchGuest {
 const ROOT = path.resolve(__dirname, '../..');
 const TARGETS = ['vdb', 'vdc', 'vdd'];
 
-export async function startScratchGuest(env: LabEnv, template: string, o: { disks?: number; memoryMiB?: number } = {}): Promise<ScratchGuest> {
+export async function startScratchGuest(env: LabEnv, template: string, o: { disks?: number; memoryMiB?: number; diskMiB?: number } = {}): Promise<ScratchGuest> {
   if (!env.guests) throw new Error('the lab env has no guests (run npm run lab:up)');
   const name = `vmsnap-scratch-${randomUUID().slice(0, 8)}`;
   const dir = path.join(env.guests.probeDir, name);
@@ -58,7 +59,7 @@ export async function startScratchGuest(env: LabEnv, template: string, o: { disk
     mkdirSync(dir, { recursive: true });
     const raw = path.join(dir, 'disk.raw');
     for (const [i, image] of images.entries()) {
-      await run('truncate', ['-s', '64M', raw]);
+      await run('truncate', ['-s', `${o.diskMiB ?? 64}M`, raw]);
       await run('mkfs.ext4', ['-q', '-F', '-b', '4096', '-L', targets[i]!, '-E', 'lazy_itable_init=0,lazy_journal_init=0', raw]);
       await rbd(env, ['import', '--no-progress', '--image-format', '2', raw, image]);
       rmSync(raw);
