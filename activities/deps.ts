@@ -23,6 +23,11 @@ export interface ActivityDeps {
   libvirtStatusDir: string;
   rados(): Promise<RadosCluster>;
   ioctx(pool: string, namespace?: string): Promise<IoCtx>;
+  /**
+   * The DR site's cluster (config drCeph), read only: an ioctx of its pool (the mirrored pool's
+   * name) and its fsid. Absent when the host has none: DR runs are refused.
+   */
+  dr?: { ioctx(pool: string, namespace?: string): Promise<IoCtx>; fsid(): Promise<string> };
   /** Every librbd call on a live source image goes here: bounded, in a child process per VM. */
   snapshotter: SnapshotterPool;
   /** The `rados` CLI's connection options: owner records (omap), bounded per call. */

@@ -3,6 +3,7 @@ import { inspectDomain } from './inspect';
 import { checkTargets } from './targets';
 import { freezeGuest } from './freeze';
 import { snapshotDisks } from './snapshot';
+import { mirrorToDrSite } from './mirror';
 import { forgetFreeze, thawArrivedGuest, thawGuest } from './thaw';
 import { domainPresence, fleetHost, fleetHosts, placementCandidates, freezeObligationOf, freezeObligationOpen, obligationRunningNowhere, rbdDisksDefinedHere, terminateLostRun } from './fleet';
 import { cloneDisk } from './clone';
@@ -32,6 +33,7 @@ export function createActivities(deps: ActivityDeps) {
       endPredecessorFreeze,
       freezeGuest,
       snapshotDisks,
+      mirrorToDrSite,
       thawGuest,
       thawArrivedGuest,
       forgetFreeze,

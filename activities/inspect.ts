@@ -7,10 +7,11 @@ import type { InspectRequest, InspectResult, InspectedDisk } from '../src/model/
 import type { ActivityDeps } from './deps';
 import { during } from './step-error';
 import { frozenByOther } from './freeze';
+import { checkMirroring } from './mirror';
 
 /**
  * Checks before anything changes: the domain exists and runs, its disks and their RBD sources,
- * the guest agent answers, the pools open with our key. Everything but the agent ping goes over
+ * the guest agent answers, the pools open with our key; in DR mode, that the disks mirror. Everything but the agent ping goes over
  * the read-only libvirt connection; libvirt allows agent commands only read-write.
  */
 export function inspectDomain(deps: ActivityDeps) {
@@ -45,6 +46,7 @@ export function inspectDomain(deps: ActivityDeps) {
     for (const pool of pools) {
       await openPool(deps, pool);
     }
+    if (req.mirror) await checkMirroring(deps, disks, req.mirror.disks);
     const cluster = await deps.rados();
     const fsid = await during('read cluster fsid', () => cluster.fsid());
     return { domain: { name: dom.name, uuid: dom.uuid }, host: deps.host, fsid, disks, agent, ...(deps.limits ? { limits: deps.limits } : {}) };

@@ -56,6 +56,18 @@ export const ConfigSchema = z.strictObject({
     id: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'ceph.id must be a cephx client id without "client."').default('vmsnap'),
     keyring: filePath.optional(),
   }),
+  /**
+   * The DR site (docs/dr.md): the cluster rbd-mirror copies this host's mirrored images to. Read
+   * only, by runs in DR mode (target.mirror), to see their mirror snapshots arrive; absent: this
+   * host refuses DR runs (MirrorUnavailable).
+   */
+  drCeph: z
+    .strictObject({
+      conf: filePath,
+      id: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'drCeph.id must be a cephx client id without "client."').default('vmsnap'),
+      keyring: filePath.optional(),
+    })
+    .optional(),
   host: z.string().regex(HOST_ID, 'host must be a simple host id').default(os.hostname().split('.')[0] || 'localhost'),
   imagePool: z.string().regex(RBD_NAME).default('images'),
   stateDir: filePath.default('/var/lib/vmsnap'),
@@ -147,6 +159,7 @@ export function fromEnv(env: NodeJS.ProcessEnv): ConfigOverrides {
       id: env.VMSNAP_CEPH_ID,
       keyring: env.VMSNAP_CEPH_KEYRING,
     },
+    drCeph: { conf: env.VMSNAP_DR_CEPH_CONF, id: env.VMSNAP_DR_CEPH_ID, keyring: env.VMSNAP_DR_CEPH_KEYRING },
     host: env.VMSNAP_HOST,
     imagePool: env.VMSNAP_IMAGE_POOL,
     stateDir: env.VMSNAP_STATE_DIR,

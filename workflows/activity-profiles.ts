@@ -115,6 +115,18 @@ export const flattening = (input: SnapshotInput) =>
     retry: RETRY.copies,
   });
 
+/**
+ * DR mode: the mirror snapshots after the thaw and the wait for the DR site's copies (reads of
+ * the DR cluster, heartbeating each look), bounded by the input's waitMs; a retry after a lost
+ * worker takes its mirror snapshots again (one more is harmless: rbd-mirror copies and prunes it).
+ */
+export const mirrorWait = (waitMs: number) =>
+  proxyActivities<Activities>({
+    startToCloseTimeout: waitMs + 60_000,
+    heartbeatTimeout: '30s',
+    retry: RETRY.few,
+  });
+
 /** Cleanup must finish: many retries, generous timeouts (a late-snapshot watch heartbeats). */
 export const cleanup = () =>
   proxyActivities<Activities>({

@@ -38,6 +38,7 @@ export async function consistentSnapshot(request: SnapshotRequest): Promise<Snap
         quiesce: input.quiesce,
         agentTimeoutSec: input.agentTimeoutSec,
         targetPool: input.target.clone ? input.target.pool : undefined,
+        ...(input.target.mirror ? { mirror: input.disks ? { disks: input.disks } : {} } : {}),
       },
     ]),
   );

@@ -6,6 +6,7 @@ import type { Capture, CopiedDisk } from '../src/model/snapshot-result';
 import type { DiskPlan, FleetLimits, InspectResult, SnapshotPlan, SnapshotResult } from '../src/model/types';
 import { FEWER_ROUND_TRIPS, cleanup, flattening, imageOps, prepareLocal } from './activity-profiles';
 import { captureDisks } from './capture';
+import { mirrorToDrSite } from './dr-mirror';
 import { failureType } from './failure-of';
 import { Compensations } from './compensations';
 import { takeTurns } from './limits';
@@ -49,6 +50,7 @@ export async function snapshotAndCopy(ctx: RunContext, plan: SnapshotPlan, found
     }
     Object.assign(steps, windowSteps(capture));
     upsertSearchAttributes([{ key: SA.quiesced, value: capture.quiesced }]);
+    const mirror = await mirrorToDrSite(ctx, plan, capture);
 
     const imageDisks = plan.disks.filter((d) => d.image);
     if (imageDisks.length) saga.add('remove images', () => removeImages(id.nameId, imageDisks));
@@ -63,7 +65,8 @@ export async function snapshotAndCopy(ctx: RunContext, plan: SnapshotPlan, found
       deprecatePatch('vmsnap-restore-point');
       await recordRestorePoint(ctx, plan, capture.quiesced, imageDisks);
     }
-    return snapshotResult({ workflowId: id.nameId, plan, found, steps }, capture, copies);
+    const result = snapshotResult({ workflowId: id.nameId, plan, found, steps }, capture, copies);
+    return mirror ? { ...result, mirror } : result;
   } catch (err) {
     progress.phase('compensate');
     await saga.run(err);

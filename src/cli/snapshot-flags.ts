@@ -4,10 +4,11 @@ import type { Values } from './options';
 import type { SNAPSHOT_INPUT } from './specs/snapshot-input';
 
 type SnapshotFlags = Values<typeof SNAPSHOT_INPUT>;
-type SnapshotDurations = { 'freeze-deadline'?: number; 'agent-timeout'?: number; 'snapshot-timeout'?: number };
+type SnapshotDurations = { 'freeze-deadline'?: number; 'agent-timeout'?: number; 'snapshot-timeout'?: number; 'mirror-wait'?: number };
 
 /** Flag values → raw workflow input; parseSnapshotInput validates it. */
 export function buildRequest(domain: string, v: SnapshotFlags, ms: SnapshotDurations, defaultPool: string): SnapshotRequest {
+  if (ms['mirror-wait'] !== undefined && !v.mirror) throw new CliError('--mirror-wait applies with --mirror only', Exit.badInput);
   const req: Record<string, unknown> = {
     domain,
     disks: v.disk,
@@ -17,6 +18,7 @@ export function buildRequest(domain: string, v: SnapshotFlags, ms: SnapshotDurat
       pool: v.pool ?? defaultPool,
       clone: v['no-clone'] ? false : undefined,
       images: v.image ? pairs(v.image, 'image') : undefined,
+      mirror: v.mirror ? { waitMs: ms['mirror-wait'] } : undefined,
     },
     freezeDeadlineMs: ms['freeze-deadline'],
     agentTimeoutSec: ms['agent-timeout'] === undefined ? undefined : ms['agent-timeout'] / 1000,

@@ -28,6 +28,8 @@ export interface ScrapeSource<T> {
 export const FREEZE_WINDOW_BUCKETS = [0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10, 20, 30];
 /** Snapshot calls inside the window. */
 export const SNAPSHOT_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 2, 5, 10, 30];
+/** DR runs' replication lag: a second for a few changed MiB on a LAN, hours for a large delta over a WAN. */
+export const MIRROR_RPO_BUCKETS = [0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400];
 /** Flattens (the copy of a whole image): seconds for a small lab image, hours for a large one. */
 export const FLATTEN_BUCKETS = [1, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400, 28800];
 /** Virtual size of a flattened image: 64 MiB … 4 TiB, by fours. */
@@ -63,6 +65,7 @@ export class Metrics {
   readonly thaws = this.counter('vmsnap_thaws_total', 'Thaws that ended a freeze on this host, by the layer that thawed (workflow, compensation, guard, reconcile, sweeper, handoff, arrival).', ['layer']);
   readonly failures = this.counter('vmsnap_failures_total', 'Freeze and snapshot calls that failed on this host, by step (freeze, snapshot, snapshot-timeout).', ['step']);
   readonly snapshotDuration = this.histogram('vmsnap_snapshot_seconds', 'The snapshot call of every disk of a run (inside the freeze window), in seconds.', SNAPSHOT_BUCKETS);
+  readonly mirrorRpo = this.histogram('vmsnap_mirror_rpo_seconds', 'DR runs (target.mirror) on this host whose point reached the DR site: replication lag from the freeze\'s start to the look that saw every disk\'s mirror snapshot complete there, in seconds.', MIRROR_RPO_BUCKETS);
   readonly preFlush = this.histogram('vmsnap_pre_flush_seconds', 'Pre-flushes on this host (a sync in the guest before its freeze, outside the window), by outcome (done, failed, timeout, skipped), in seconds.', SNAPSHOT_BUCKETS, ['outcome']);
   readonly clones = this.counter('vmsnap_clones_total', 'Clones of a snapshot made on this host (a run\'s image per disk).');
   readonly flattenDuration = this.histogram('vmsnap_flatten_seconds', 'Flattens (the copy of a clone\'s every block from its parent) on this host, by kind (snapshot: a run\'s image; restore: a restored disk), in seconds.', FLATTEN_BUCKETS, ['kind']);

@@ -43,6 +43,19 @@ export const FailureType = {
    * host ended it (after the deadline), or the hand-off that will is still under way.
    */
   FreezeHandedOff: 'FreezeHandedOff',
+  /**
+   * DR mode (target.mirror): a disk's image does not mirror in snapshot mode as the primary side
+   * (`rbd mirror image enable POOL/IMAGE snapshot`). Found before anything is frozen. Never retryable.
+   */
+  MirrorNotEnabled: 'MirrorNotEnabled',
+  /** DR mode: this host has no DR site configured (drCeph), or its cluster cannot be reached. */
+  MirrorUnavailable: 'MirrorUnavailable',
+  /**
+   * DR mode: a mirror snapshot failed, or the DR site did not have this run's snapshots within
+   * target.mirror.waitMs, or a newer mirror snapshot reached it first: no replicated point of this
+   * run is claimed. The local snapshot was fine; the run fails so that nobody counts on the copy.
+   */
+  MirrorNotReplicated: 'MirrorNotReplicated',
   CloneFailed: 'CloneFailed',
   /** verify: the flattened image differs from the source snapshot. */
   ContentMismatch: 'ContentMismatch',

@@ -63,6 +63,16 @@ export const SnapshotInputSchema = z
         images: z.record(z.string().regex(DISK_TARGET), rbdName('target image name')).optional(),
         /** false: keep only the RBD snapshot on the source image (no clone, no flatten). */
         clone: z.boolean().default(true),
+        /**
+         * DR mode (docs/dr.md): after the thaw, a mirror snapshot of every disk carries the run's
+         * snapshots to the DR site (the worker's drCeph), and the run waits until they are there,
+         * at most waitMs. Every disk's image must mirror in snapshot mode, primary here.
+         */
+        mirror: z
+          .strictObject({
+            waitMs: positiveMs('target.mirror.waitMs', 24 * 3600_000).default(600_000),
+          })
+          .optional(),
       })
       .prefault({}),
     /** Max time a guest may stay frozen. 10 s also respects Windows VSS's own limit. */

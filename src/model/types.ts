@@ -22,6 +22,11 @@ export interface InspectRequest {
   agentTimeoutSec: number;
   /** Target image pool to check, or undefined in snapshot-only mode. */
   targetPool?: string;
+  /**
+   * DR mode: the RBD disks among `disks` (default all) must mirror in snapshot mode, primary here,
+   * and the DR site must be reachable.
+   */
+  mirror?: { disks?: string[] };
 }
 
 export interface InspectResult {
@@ -106,6 +111,40 @@ export interface SnapshotDisksResult {
   perDiskMs: Record<string, number>;
 }
 
+/** DR mode, after the thaw: carry each disk's snapshot of the run to the DR site (docs/dr.md). */
+export interface MirrorRequest {
+  /** Each disk's source image and the run's snapshot of it, taken in the window. */
+  disks: { target: string; source: RbdLocation; snap: string }[];
+  /** The point in time: the freeze call's start (the snapshot's when unfrozen), worker wall ms. */
+  pointAt: number;
+  /** Bound on the mirror snapshots (through the VM's lock owner, like a snapshot). */
+  snapshotTimeoutMs: number;
+  /** Bound on the wait for the DR site's copies. */
+  waitMs: number;
+}
+
+/** DR mode: the run's snapshots as the DR site has them. */
+export interface MirrorResult {
+  /** The DR cluster's fsid. */
+  site: string;
+  /**
+   * Replication lag of this run's point: its pointAt to the look that saw every disk's snapshot on
+   * the DR site, carried by a complete mirror snapshot.
+   */
+  rpoMs: number;
+  /** From the mirror snapshots' request (after the thaw) to that look. */
+  waitedMs: number;
+  disks: {
+    target: string;
+    /** The run's snapshot, under the same name on the DR site's copy of the image. */
+    snapshot: string;
+    /** The mirror snapshot that carried it: its id here, and its copy's id on the DR site. */
+    mirrorSnapId: number;
+    drMirrorSnapId: number;
+    copiedAfterMs: number;
+  }[];
+}
+
 export interface ThawRequest {
   domainUuid: string;
   domainName: string;
@@ -187,6 +226,8 @@ export interface SnapshotResult {
   reusedExisting?: boolean;
   /** What the schedule's retention policy kept and pruned after this run (input.retention set). */
   retention?: RetentionResult;
+  /** DR mode (input target.mirror): the DR site has this run's point; absent otherwise. */
+  mirror?: MirrorResult;
   /** Fleet runs: hosts the VM had left by the time its run got there (in order). */
   relocations?: { from: string; reason: string }[];
   /**

@@ -58,6 +58,7 @@ export function createHostDeps(
     }
     return io;
   };
+  const dr = config.drCeph ? drSite(config.drCeph) : undefined;
 
   return {
     host: config.host,
@@ -68,6 +69,7 @@ export function createHostDeps(
     rados: cluster,
     ioctx,
     snapshotter,
+    ...(dr ? { dr } : {}),
     radosCli,
     restoreKey: () => readRestoreKey(config.restoreKeyFile),
     clockSkewMs: config.clockSkewMs,
@@ -82,7 +84,34 @@ export function createHostDeps(
       await snapshotter.close();
       for (const io of pools.values()) await io.then((i) => i.close()).catch(() => undefined);
       await rados.opened()?.then((c) => c.shutdown()).catch(() => undefined);
+      await dr?.close();
       for (const c of [libvirt, libvirtReadOnly]) await c.opened()?.then((x) => x.close()).catch(() => undefined);
+    },
+  };
+}
+
+/**
+ * The DR site's cluster, connected on first use by a DR run. Its images are not live (rbd-mirror
+ * writes them, nobody holds their lock for a guest): reading them from this session is safe.
+ */
+function drSite(c: NonNullable<Config['drCeph']>): NonNullable<ActivityDeps['dr']> & { close(): Promise<void> } {
+  const rados = reopening(() => RadosCluster.connect({ conf: c.conf, id: c.id, keyring: c.keyring, connectTimeoutSec: 10 }));
+  const pools = new Map<string, Promise<IoCtx>>();
+  return {
+    ioctx(pool, namespace) {
+      const key = `${pool}/${namespace ?? ''}`;
+      let io = pools.get(key);
+      if (!io) {
+        io = rados.get().then((r) => r.openIoCtx(pool, namespace));
+        io.catch(() => pools.delete(key));
+        pools.set(key, io);
+      }
+      return io;
+    },
+    fsid: () => rados.get().then((r) => r.fsid()),
+    async close() {
+      for (const io of pools.values()) await io.then((i) => i.close()).catch(() => undefined);
+      await rados.opened()?.then((r) => r.shutdown()).catch(() => undefined);
     },
   };
 }

@@ -94,6 +94,23 @@ describe('snapshot input schema', () => {
     );
   });
 
+  it('DR mode: target.mirror is off unless asked; asked, it waits 10 minutes by default, at most a day', () => {
+    const off = parseSnapshotInput({ domain: 'vm-42' });
+    expect(off.ok && off.input.target.mirror).toBe(undefined);
+    const on = parseSnapshotInput({ domain: 'vm-42', target: { mirror: {} } });
+    expect(on.ok && on.input.target.mirror).toEqual({ waitMs: 600_000 });
+    for (const [mirror, says] of [
+      [{ waitMs: 0 }, 'target.mirror.waitMs: target.mirror.waitMs must be > 0'],
+      [{ waitMs: 24 * 3600_000 + 1 }, 'target.mirror.waitMs: target.mirror.waitMs must be <= 86400000 ms'],
+      [{ site: 'b' }, 'target.mirror'],
+      [true, 'target.mirror'],
+    ] as const) {
+      const r = parseSnapshotInput({ domain: 'vm-42', target: { mirror } });
+      expect(r.ok, JSON.stringify(mirror)).toBe(false);
+      if (!r.ok) expect(r.message).toContain(says);
+    }
+  });
+
   it('a snapshot bound must fit inside the freeze deadline', () => {
     const r = parseSnapshotInput({ domain: 'vm', freezeDeadlineMs: 5000, snapshotTimeoutMs: 8000 });
     expect(r.ok).toBe(false);

@@ -31,4 +31,9 @@ export const SNAPSHOT_INPUT = {
     duration: { legacy: { flag: 'snapshot-timeout-ms', unit: 'ms' } },
   },
   label: { type: 'string', multiple: true, arg: 'KEY=VALUE', help: 'recorded on created images' },
+  mirror: {
+    type: 'boolean',
+    help: "DR mode: after the thaw, carry the run's snapshots to the DR site (rbd-mirror, snapshot mode) and wait until they are there",
+  },
+  'mirror-wait': { type: 'string', arg: 'DURATION', help: 'with --mirror: how long to wait for the DR site (default 10m)', duration: {} },
 } as const satisfies OptionTable;

@@ -1,0 +1,190 @@
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { isNotFound, openImage } from '../src/ceph';
+import type { IoCtx, SnapRequest } from '../src/ceph';
+import { nowMs } from '../src/host/clock';
+import { FailureType } from '../src/model/failures';
+import type { InspectedDisk, MirrorRequest, MirrorResult, RbdLocation } from '../src/model/types';
+import type { ActivityDeps } from './deps';
+import { during } from './step-error';
+
+/*
+ * DR mode (docs/dr.md): the checks before a DR run freezes anything, and, after its thaw, the
+ * mirror snapshots that carry its snapshots to the DR site and the wait until they are there.
+ */
+
+/** How often the DR site is looked at: the RPO a run reports is late by at most this (plus one look). */
+export const MIRROR_POLL_MS = 250;
+
+/** Bound on reading the disks' mirroring through their snapshotter lane (reads, no lock involved). */
+const MIRROR_STATE_TIMEOUT_MS = 10_000;
+
+const lookup = (s: RbdLocation): SnapRequest => ({ pool: s.pool, namespace: s.namespace, image: s.image, snap: '' });
+
+/**
+ * Before anything is frozen: the DR site is configured and reachable, and every disk's image
+ * mirrors in snapshot mode with this side primary. Disk targets `only`: the ones the run asked
+ * for (default all). Fails MirrorUnavailable / MirrorNotEnabled, never retryable but for a DR
+ * cluster that does not answer now.
+ */
+export async function checkMirroring(deps: ActivityDeps, disks: InspectedDisk[], only?: readonly string[]): Promise<void> {
+  const dr = deps.dr;
+  if (!dr) {
+    throw ApplicationFailure.nonRetryable('DR mode (target.mirror) needs a DR site, and this host has none configured (drCeph)', FailureType.MirrorUnavailable);
+  }
+  const rbd = disks.filter((d): d is InspectedDisk & { rbd: RbdLocation } => !!d.rbd && (!only || only.includes(d.target)));
+  if (!rbd.length) return;
+  const requests = rbd.map((d) => lookup(d.rbd));
+  const states = await during('read the disks’ mirroring', () => deps.snapshotter.mirrorStates(requests, { timeoutMs: MIRROR_STATE_TIMEOUT_MS }), {
+    type: FailureType.SourceCallTimeout,
+    nonRetryable: false,
+    keep: [FailureType.PermissionDenied],
+  });
+  const refused = rbd.flatMap((d, i) => {
+    const s = states.get(requests[i]!)!;
+    if (s.state === 'enabled' && s.mode === 'snapshot' && s.primary) return [];
+    const what = s.state !== 'enabled' ? `mirroring ${s.state}` : s.mode !== 'snapshot' ? `mirrors in ${s.mode} mode` : 'not primary here (a copy, or demoted)';
+    return [`${d.target} (${d.rbd.pool}/${d.rbd.image}): ${what}`];
+  });
+  if (refused.length) {
+    throw ApplicationFailure.nonRetryable(
+      `DR mode needs every disk's image to mirror in snapshot mode, primary here (rbd mirror image enable POOL/IMAGE snapshot): ${refused.join('; ')}`,
+      FailureType.MirrorNotEnabled,
+    );
+  }
+  const pools = new Map(rbd.map((d) => [`${d.rbd.pool}/${d.rbd.namespace ?? ''}`, d.rbd]));
+  for (const [spec, at] of pools) {
+    await during(`open pool ${spec} on the DR site`, () => dr.ioctx(at.pool, at.namespace), { type: FailureType.MirrorUnavailable, nonRetryable: false });
+  }
+}
+
+type Seen =
+  /** Not there yet (the DR site has no copy of the image yet, or the mirror snapshot is not begun). */
+  | { state: 'absent' }
+  | { state: 'copying'; objects: number }
+  | { state: 'copied'; drMirrorSnapId: number }
+  /** A newer mirror snapshot is complete there and this one is not: it will never be the one that carried the run's snapshot. */
+  | { state: 'superseded'; by: number };
+
+/**
+ * Where the DR site's copy of one disk stands: the mirror snapshot `mirrorSnapId` copied there,
+ * complete, and the run's snapshot `snap` (older, so carried by it) there under its name.
+ */
+async function lookAt(io: IoCtx, image: string, mirrorSnapId: number, snap: string): Promise<Seen> {
+  let img;
+  try {
+    img = await openImage(io, image, { readOnly: true });
+  } catch (err) {
+    if (isNotFound(err)) return { state: 'absent' };
+    throw err;
+  }
+  try {
+    const snaps = await img.listSnaps();
+    let seen: Seen = { state: 'absent' };
+    for (const s of snaps) {
+      if (s.namespace !== 'mirror') continue;
+      const ns = await img.getSnapMirrorNamespace(s.id);
+      if (ns.primarySnapId === mirrorSnapId) {
+        if (!ns.complete) return { state: 'copying', objects: ns.lastCopiedObjectNumber };
+        // A complete mirror snapshot carries every user snapshot the primary had before it.
+        if (!snaps.some((u) => u.namespace === 'user' && u.name === snap)) {
+          throw ApplicationFailure.nonRetryable(`the DR site's copy of ${image} is complete without snapshot ${snap}: was it removed here before rbd-mirror copied it?`, FailureType.MirrorNotReplicated);
+        }
+        return { state: 'copied', drMirrorSnapId: s.id };
+      }
+      if (ns.primarySnapId > mirrorSnapId && ns.complete) seen = { state: 'superseded', by: ns.primarySnapId };
+    }
+    return seen;
+  } finally {
+    await img.close();
+  }
+}
+
+/**
+ * DR mode, right after the thaw: a mirror snapshot of every disk (rbd_mirror_image_create_snapshot
+ * through the VM's snapshotter lane, bounded like a snapshot: it goes through the lock owner), then
+ * a wait until the DR site has a complete copy of each, looking every MIRROR_POLL_MS, at most
+ * `waitMs`, heartbeating where each disk stands. rbd-mirror copies the user snapshots an image
+ * has before a mirror snapshot with it, so the run's own snapshot — taken in the window — arrives
+ * under its name: the DR point is the quiesced snapshot itself, and the window holds no mirror
+ * snapshot (docs/dr.md#where-the-mirror-snapshot-is-taken). The RPO runs from the point in time (the
+ * freeze's start) to the look that saw the last copy. Never claims a copy it did not see: a
+ * wait that runs out, or a newer mirror snapshot complete there first, fails MirrorNotReplicated.
+ */
+export function mirrorToDrSite(deps: ActivityDeps) {
+  return async function mirrorToDrSite(req: MirrorRequest): Promise<MirrorResult> {
+    const dr = deps.dr;
+    if (!dr) throw ApplicationFailure.nonRetryable('DR mode needs a DR site, and this host has none configured (drCeph)', FailureType.MirrorUnavailable);
+    const ctx = Context.current();
+    const startedAt = nowMs();
+    const site = await during('read the DR site’s fsid', () => dr.fsid(), { type: FailureType.MirrorUnavailable, nonRetryable: false });
+    const requests = req.disks.map((d) => lookup(d.source));
+    const taken = await during('take mirror snapshots', () => deps.snapshotter.createMirrorSnaps(requests, { timeoutMs: req.snapshotTimeoutMs }), {
+      type: FailureType.MirrorNotReplicated,
+      nonRetryable: true,
+    });
+    if (taken.failed.length || taken.timedOut || taken.mayCompleteLate.length || taken.notSent.length) {
+      const what = taken.failed.map((f) => `${f.request.pool}/${f.request.image}: ${f.error.message}`);
+      if (taken.timedOut) what.push(`no answer within ${req.snapshotTimeoutMs} ms (image lock owner unresponsive or cluster unavailable)`);
+      // Retryable: the guest is thawed, and a mirror snapshot that lands late is one more of rbd-mirror's.
+      throw ApplicationFailure.retryable(`mirror snapshot failed: ${what.join('; ')}`, FailureType.MirrorNotReplicated);
+    }
+    const disks = req.disks.map((d, i) => ({ ...d, mirrorSnapId: taken.snapIds.get(requests[i]!)! }));
+    const copied = new Map<string, { drMirrorSnapId: number; at: number }>();
+    const where: Record<string, string> = {};
+    for (;;) {
+      for (const d of disks) {
+        if (copied.has(d.target)) continue;
+        const io = await during('open the DR site’s pool', () => dr.ioctx(d.source.pool, d.source.namespace), { type: FailureType.MirrorUnavailable, nonRetryable: false });
+        const seen = await during(`look at ${d.source.image} on the DR site`, () => lookAt(io, d.source.image, d.mirrorSnapId, d.snap));
+        if (seen.state === 'copied') copied.set(d.target, { drMirrorSnapId: seen.drMirrorSnapId, at: nowMs() });
+        if (seen.state === 'superseded') {
+          throw ApplicationFailure.nonRetryable(
+            `${d.target}: the DR site holds a newer mirror snapshot (id ${seen.by} here) and no complete copy of this run's (id ${d.mirrorSnapId}); another mirror snapshot of the image was taken meanwhile (docs/dr.md#the-mirror-snapshot-budget)`,
+            FailureType.MirrorNotReplicated,
+          );
+        }
+        where[d.target] = seen.state === 'copying' ? `copying (${seen.objects} objects)` : seen.state;
+      }
+      const waitedMs = nowMs() - startedAt;
+      ctx.heartbeat({ copied: copied.size, of: disks.length, waitedMs: Math.round(waitedMs), disks: where });
+      if (copied.size === disks.length) break;
+      if (waitedMs > req.waitMs) {
+        const left = disks.filter((d) => !copied.has(d.target)).map((d) => `${d.target}: ${where[d.target]}`);
+        throw ApplicationFailure.nonRetryable(
+          `the DR site has no complete copy of this run's snapshots after ${Math.round(waitedMs)} ms (target.mirror.waitMs ${req.waitMs}): ${left.join('; ')}`,
+          FailureType.MirrorNotReplicated,
+        );
+      }
+      await sleep(MIRROR_POLL_MS, ctx.cancellationSignal);
+    }
+    const lastAt = Math.max(...[...copied.values()].map((c) => c.at));
+    const rpoMs = lastAt - req.pointAt;
+    deps.metrics.mirrorRpo.observe(rpoMs / 1000);
+    return {
+      site,
+      rpoMs: Math.round(rpoMs),
+      waitedMs: Math.round(lastAt - startedAt),
+      disks: disks.map((d) => {
+        const c = copied.get(d.target)!;
+        return { target: d.target, snapshot: d.snap, mirrorSnapId: d.mirrorSnapId, drMirrorSnapId: c.drMirrorSnapId, copiedAfterMs: Math.round(c.at - req.pointAt) };
+      }),
+    };
+  };
+}
+
+/** Rejects with the signal's reason when the activity is cancelled. */
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason as Error);
+    const t = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(signal.reason as Error);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
