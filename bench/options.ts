@@ -32,7 +32,7 @@ export const USAGE = `npm run bench -- [--quick] [--runs N] [--guests 1disk,3dis
     --runs (default 5) and --guests (default 1disk) apply.
   --scratch: the freeze-window and write-load runs go to private copies of the lab guests (same
     kernel, initramfs, agent, memory and disks; made for the run and removed after it) instead of
-    vmsnap-g1/g3, which other engineers' runs freeze too (the load test keeps the shared guests).
+    vmsnap-g1/g3, which other engineers' runs freeze too (the load test too: one of each kind).
     --guest-memory and --disk-mib size them (default 256 and 64, the lab guests'): a 256 MiB guest
     keeps only ~16 MiB dirty, so 64 and 256 MiB of dirty data need a larger one.`;
 

@@ -80,26 +80,24 @@ async function main(): Promise<void> {
   const ctx: LabContext = await openLabContext();
   const scratch: ScratchGuest[] = [];
   const shared = { '1disk': ctx.env.guests!.oneDisk, '3disk': ctx.env.guests!.threeDisk };
-  installSignalGuard(o.scratch && !o.load ? [] : Object.values(shared), ctx.env.libvirt!.uri, scratch);
+  installSignalGuard(o.scratch ? [] : Object.values(shared), ctx.env.libvirt!.uri, scratch);
   try {
-    const guestNames: string[] = [];
-    for (const g of o.guests) {
-      if (!o.scratch) {
-        guestNames.push(shared[g]);
-        continue;
-      }
+    // The load test needs a guest of each kind, whatever --guests says.
+    const kinds = o.load ? (['1disk', '3disk'] as const) : o.guests;
+    const names = { ...shared };
+    for (const g of o.scratch ? kinds : []) {
       const s = await startScratchGuest(ctx.env, shared['1disk'], { disks: g === '1disk' ? 1 : 3, memoryMiB: o.scratchMemoryMiB, diskMiB: o.scratchDiskMiB });
       scratch.push(s);
-      guestNames.push(s.name);
+      names[g] = s.name;
       log(`bench: ${s.name}: a private ${g} guest (the lab guests' image; ${o.scratchMemoryMiB} MiB, ${o.scratchDiskMiB} MiB disks), ready`);
     }
-    await mainOn(ctx, o, guestNames, started);
+    await mainOn(ctx, o, o.guests.map((g) => names[g]), names, started);
   } finally {
     for (const s of scratch) await s.remove().catch((err: unknown) => log(`bench: removing ${s.name} failed: ${String(err)}`));
   }
 }
 
-async function mainOn(ctx: LabContext, o: BenchOptions, guestNames: string[], started: Date): Promise<void> {
+async function mainOn(ctx: LabContext, o: BenchOptions, guestNames: string[], byKind: Record<'1disk' | '3disk', string>, started: Date): Promise<void> {
   if (o.writeLoad) return writeLoadMain(ctx, o, o.writeLoad, guestNames, started);
   const paxosBefore = await getPaxos().catch(() => 'unknown');
   log(`bench: ${o.quick ? 'quick' : 'full'}; ${o.runs} runs per contender; guests ${guestNames.join(', ')}; paxos ${o.paxos.join(', ')} (now ${paxosBefore})`);
@@ -142,7 +140,7 @@ async function mainOn(ctx: LabContext, o: BenchOptions, guestNames: string[], st
     }
     if (o.load) {
       log(`bench: load test (${o.loadWorkflows} workflows in flight)`);
-      load = await loadTest(ctx, worker.client, await ctx.guest(ctx.env.guests!.oneDisk), await ctx.guest(ctx.env.guests!.threeDisk), {
+      load = await loadTest(ctx, worker.client, await ctx.guest(byKind['1disk']), await ctx.guest(byKind['3disk']), {
         workflows: o.loadWorkflows,
         idleRuns: 5,
         minLaneRuns: o.quick ? 2 : 5,
