@@ -34,7 +34,7 @@ export async function startHarness(
     keyring?: string;
     /** Another Temporal than the lab's (a dev server started without vmsnap's search attributes). */
     temporalAddress?: string;
-    config?: Partial<Pick<Config, 'restoreKeyFile' | 'reapIntervalMs' | 'ownerRecordHorizonMs' | 'fleetBeatMs' | 'maxWindowsPerHost' | 'maxSnapshotsPerCluster' | 'keepReplacedMs' | 'metricsPort' | 'preFlushTimeoutMs' | 'preFlushCommand'>>;
+    config?: Partial<Pick<Config, 'drCeph' | 'restoreKeyFile' | 'reapIntervalMs' | 'ownerRecordHorizonMs' | 'fleetBeatMs' | 'maxWindowsPerHost' | 'maxSnapshotsPerCluster' | 'keepReplacedMs' | 'metricsPort' | 'preFlushTimeoutMs' | 'preFlushCommand'>>;
   } = {},
 ): Promise<Harness> {
   const vars = labVars();
