@@ -90,11 +90,14 @@ function removeSync(env: LabEnv, name: string, dir: string, images: string[]): v
   tryRun('virsh', [...virshArgs, 'destroy', name]);
   tryRun('virsh', [...virshArgs, 'undefine', name]);
   stopStamper(dir);
-  for (const image of images) {
-    tryRun('rbd', [...rbdArgs, 'snap', 'purge', '--no-progress', image]);
-    tryRun('rbd', [...rbdArgs, 'rm', '--no-progress', image]);
-  }
   rmSync(dir, { recursive: true, force: true });
+  // The exiting process may still hold the disks open (its watch outlives it until the OSD times it
+  // out, ~30 s), so a detached shell removes them, retrying for two minutes.
+  const script = 'conf=$1; id=$2; keyring=$3; shift 3; for i in $(seq 40); do ok=1; for img in "$@"; do ' +
+    'rbd -c "$conf" --id "$id" --keyring "$keyring" snap purge --no-progress "$img" >/dev/null 2>&1; ' +
+    'rbd -c "$conf" --id "$id" --keyring "$keyring" info "$img" >/dev/null 2>&1 || continue; ' +
+    'rbd -c "$conf" --id "$id" --keyring "$keyring" rm --no-progress "$img" >/dev/null 2>&1 || ok=0; done; [ $ok = 1 ] && exit 0; sleep 3; done; exit 1';
+  spawn('bash', ['-c', script, 'scratch-cleanup', rbdArgs[1]!, rbdArgs[3]!, rbdArgs[5]!, ...images], { detached: true, stdio: 'ignore' }).unref();
 }
 
 /** The lab's console stamper (lab/guests.sh _stamp), in a session of its own: its pid is its group. */
