@@ -62,13 +62,13 @@ type Seen =
   /** Not there yet (the DR site has no copy of the image yet, or the mirror snapshot is not begun). */
   | { state: 'absent' }
   | { state: 'copying'; objects: number }
-  | { state: 'copied'; drMirrorSnapId: number }
-  /** A newer mirror snapshot is complete there and this one is not: it will never be the one that carried the run's snapshot. */
-  | { state: 'superseded'; by: number };
+  /** The run's snapshot is there, carried by the complete copy of mirror snapshot `carriedBy` (this run's, or a later one). */
+  | { state: 'copied'; drMirrorSnapId: number; carriedBy: number };
 
 /**
- * Where the DR site's copy of one disk stands: the mirror snapshot `mirrorSnapId` copied there,
- * complete, and the run's snapshot `snap` (older, so carried by it) there under its name.
+ * Where the DR site's copy of one disk stands. A complete copy of a mirror snapshot carries every
+ * user snapshot its image had before it: once this run's mirror snapshot (`mirrorSnapId`), or a
+ * later one, is complete there, the run's snapshot `snap` must be there too, under its name.
  */
 async function lookAt(io: IoCtx, image: string, mirrorSnapId: number, snap: string): Promise<Seen> {
   let img;
@@ -81,20 +81,22 @@ async function lookAt(io: IoCtx, image: string, mirrorSnapId: number, snap: stri
   try {
     const snaps = await img.listSnaps();
     let seen: Seen = { state: 'absent' };
+    let carrier: { drMirrorSnapId: number; carriedBy: number } | undefined;
     for (const s of snaps) {
       if (s.namespace !== 'mirror') continue;
       const ns = await img.getSnapMirrorNamespace(s.id);
-      if (ns.primarySnapId === mirrorSnapId) {
-        if (!ns.complete) return { state: 'copying', objects: ns.lastCopiedObjectNumber };
-        // A complete mirror snapshot carries every user snapshot the primary had before it.
-        if (!snaps.some((u) => u.namespace === 'user' && u.name === snap)) {
-          throw ApplicationFailure.nonRetryable(`the DR site's copy of ${image} is complete without snapshot ${snap}: was it removed here before rbd-mirror copied it?`, FailureType.MirrorNotReplicated);
-        }
-        return { state: 'copied', drMirrorSnapId: s.id };
-      }
-      if (ns.primarySnapId > mirrorSnapId && ns.complete) seen = { state: 'superseded', by: ns.primarySnapId };
+      if (ns.primarySnapId < mirrorSnapId) continue;
+      if (ns.complete && (!carrier || ns.primarySnapId > carrier.carriedBy)) carrier = { drMirrorSnapId: s.id, carriedBy: ns.primarySnapId };
+      if (!ns.complete && ns.primarySnapId === mirrorSnapId) seen = { state: 'copying', objects: ns.lastCopiedObjectNumber };
     }
-    return seen;
+    if (!carrier) return seen;
+    if (!snaps.some((u) => u.namespace === 'user' && u.name === snap)) {
+      throw ApplicationFailure.nonRetryable(
+        `the DR site's copy of ${image} is complete up to mirror snapshot ${carrier.carriedBy} without snapshot ${snap}: it was removed here before rbd-mirror copied it`,
+        FailureType.MirrorNotReplicated,
+      );
+    }
+    return { state: 'copied', ...carrier };
   } finally {
     await img.close();
   }
@@ -109,7 +111,7 @@ async function lookAt(io: IoCtx, image: string, mirrorSnapId: number, snap: stri
  * under its name: the DR point is the quiesced snapshot itself, and the window holds no mirror
  * snapshot (docs/dr.md#where-the-mirror-snapshot-is-taken). The RPO runs from the point in time (the
  * freeze's start) to the look that saw the last copy. Never claims a copy it did not see: a
- * wait that runs out, or a newer mirror snapshot complete there first, fails MirrorNotReplicated.
+ * wait that runs out, or a complete copy without the run's snapshot, fails MirrorNotReplicated.
  */
 export function mirrorToDrSite(deps: ActivityDeps) {
   return async function mirrorToDrSite(req: MirrorRequest): Promise<MirrorResult> {
@@ -130,20 +132,14 @@ export function mirrorToDrSite(deps: ActivityDeps) {
       throw ApplicationFailure.retryable(`mirror snapshot failed: ${what.join('; ')}`, FailureType.MirrorNotReplicated);
     }
     const disks = req.disks.map((d, i) => ({ ...d, mirrorSnapId: taken.snapIds.get(requests[i]!)! }));
-    const copied = new Map<string, { drMirrorSnapId: number; at: number }>();
+    const copied = new Map<string, { drMirrorSnapId: number; carriedBy: number; at: number }>();
     const where: Record<string, string> = {};
     for (;;) {
       for (const d of disks) {
         if (copied.has(d.target)) continue;
         const io = await during('open the DR site’s pool', () => dr.ioctx(d.source.pool, d.source.namespace), { type: FailureType.MirrorUnavailable, nonRetryable: false });
         const seen = await during(`look at ${d.source.image} on the DR site`, () => lookAt(io, d.source.image, d.mirrorSnapId, d.snap));
-        if (seen.state === 'copied') copied.set(d.target, { drMirrorSnapId: seen.drMirrorSnapId, at: nowMs() });
-        if (seen.state === 'superseded') {
-          throw ApplicationFailure.nonRetryable(
-            `${d.target}: the DR site holds a newer mirror snapshot (id ${seen.by} here) and no complete copy of this run's (id ${d.mirrorSnapId}); another mirror snapshot of the image was taken meanwhile (docs/dr.md#the-mirror-snapshot-budget)`,
-            FailureType.MirrorNotReplicated,
-          );
-        }
+        if (seen.state === 'copied') copied.set(d.target, { drMirrorSnapId: seen.drMirrorSnapId, carriedBy: seen.carriedBy, at: nowMs() });
         where[d.target] = seen.state === 'copying' ? `copying (${seen.objects} objects)` : seen.state;
       }
       const waitedMs = nowMs() - startedAt;
@@ -167,7 +163,7 @@ export function mirrorToDrSite(deps: ActivityDeps) {
       waitedMs: Math.round(lastAt - startedAt),
       disks: disks.map((d) => {
         const c = copied.get(d.target)!;
-        return { target: d.target, snapshot: d.snap, mirrorSnapId: d.mirrorSnapId, drMirrorSnapId: c.drMirrorSnapId, copiedAfterMs: Math.round(c.at - req.pointAt) };
+        return { target: d.target, snapshot: d.snap, mirrorSnapId: d.mirrorSnapId, carriedBy: c.carriedBy, drMirrorSnapId: c.drMirrorSnapId, copiedAfterMs: Math.round(c.at - req.pointAt) };
       }),
     };
   };

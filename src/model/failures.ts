@@ -52,8 +52,9 @@ export const FailureType = {
   MirrorUnavailable: 'MirrorUnavailable',
   /**
    * DR mode: a mirror snapshot failed, or the DR site did not have this run's snapshots within
-   * target.mirror.waitMs, or a newer mirror snapshot reached it first: no replicated point of this
-   * run is claimed. The local snapshot was fine; the run fails so that nobody counts on the copy.
+   * target.mirror.waitMs, or its copy was complete without them (removed here first): no
+   * replicated point of this run is claimed. The local snapshot was fine; the run fails so that
+   * nobody counts on the copy.
    */
   MirrorNotReplicated: 'MirrorNotReplicated',
   CloneFailed: 'CloneFailed',

@@ -138,8 +138,13 @@ export interface MirrorResult {
     target: string;
     /** The run's snapshot, under the same name on the DR site's copy of the image. */
     snapshot: string;
-    /** The mirror snapshot that carried it: its id here, and its copy's id on the DR site. */
+    /** This run's mirror snapshot (its id here). */
     mirrorSnapId: number;
+    /**
+     * The mirror snapshot whose complete copy carried the run's snapshot there: this run's, or a
+     * later one (another mirror snapshot of the image taken meanwhile); its id here and there.
+     */
+    carriedBy: number;
     drMirrorSnapId: number;
     copiedAfterMs: number;
   }[];

@@ -3,6 +3,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RadosCluster, openImage, type Image, type IoCtx } from '../../src/ceph';
 import type { SnapshotRequest } from '../../src/model/input';
+import { IMAGE_SNAP } from '../../src/model/naming';
 import type { SnapshotResult } from '../../src/model/types';
 import { rbd } from '../../support/lab/cli-tools';
 import { drSiteUp } from '../../support/lab/dr';
@@ -199,5 +200,46 @@ describe('DR mode on the lab: rbd-mirror in snapshot mode to the DR site', () =>
     // calls, whose agent round trips are the noise here): that step may not grow by more than it is.
     // With the mirror snapshots inside the window it did (docs/dr.md#where-the-mirror-snapshot-is-taken).
     expect(m.snapshot).toBeLessThanOrEqual(2 * p.snapshot);
+  });
+
+  it("copy mode: the DR site has each run's snapshots, with its copies' bytes; finalize removes them here, and they leave the DR site with the next run's mirror snapshot", async () => {
+    await mirrorImages();
+    const imagesIo = await (await h.hw.deps.rados()).openIoCtx(env.pools.image);
+    const made: SnapshotResult[] = [];
+    const drSnaps = (image: string) => withImage(drIo, image, undefined, async (img) => (await img.listSnaps()).filter((s) => s.namespace === 'user').map((s) => s.name));
+    try {
+      for (let i = 0; i < 2; i++) made.push(await run({ domain: guest.name, quiesce: 'require', target: { mirror: { waitMs: 120_000 } } }));
+      const [first, second] = made as [SnapshotResult, SnapshotResult];
+      for (const r of made) {
+        expect(r.quiesced).toBe(true);
+        expect(r.mirror!.disks).toHaveLength(3);
+        for (const d of r.disks) expect(d.image).toBeDefined();
+      }
+      for (const d of second.mirror!.disks) {
+        const image = `${guest.name}-${d.target}`;
+        const firstSnap = first.mirror!.disks.find((x) => x.target === d.target)!.snapshot;
+        expect(await userSnaps(image)).not.toContain(d.snapshot); // finalize removed it here
+        const there = await drSnaps(image);
+        expect(there, `${d.target} on the DR site`).toContain(d.snapshot);
+        expect(there, `${d.target} on the DR site after the second run`).not.toContain(firstSnap);
+        const copy = second.disks.find((x) => x.target === d.target)!.image!.split('/')[1]!;
+        const [drSum, copySum] = [
+          await withImage(drIo, image, d.snapshot, (img) => img.checksum()),
+          await withImage(imagesIo, copy, IMAGE_SNAP, (img) => img.checksum()),
+        ];
+        expect(drSum, `${d.target}: the DR site's snapshot and the run's flattened copy`).toBe(copySum);
+      }
+      console.log(`[dr-run] copy mode: RPO ${made.map((r) => r.mirror!.rpoMs).join(', ')} ms; steps ${made.map((r) => JSON.stringify(r.stepsMs)).join(' | ')}`);
+    } finally {
+      await imagesIo.close();
+      for (const r of made) {
+        for (const d of r.disks) {
+          if (!d.image) continue;
+          await rbd(env, ['snap', 'unprotect', `${d.image}@${IMAGE_SNAP}`]).catch(() => undefined);
+          await rbd(env, ['snap', 'purge', '--no-progress', d.image]).catch(() => undefined);
+          await rbd(env, ['rm', '--no-progress', d.image]).catch(() => undefined);
+        }
+      }
+    }
   });
 });
