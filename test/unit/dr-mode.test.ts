@@ -1,4 +1,7 @@
+import { ApplicationFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
+import { checkMirroring } from '../../activities/mirror';
+import type { ActivityDeps } from '../../activities/deps';
 import { parseSnapshotInput } from '../../src/model/input';
 import { parseCommand } from '../../src/cli/options';
 import { buildRequest } from '../../src/cli/snapshot-flags';
@@ -22,5 +25,14 @@ describe('vmsnap snapshot --mirror (DR mode, docs/dr.md)', () => {
   it('--mirror-wait without --mirror, or not a duration, is bad input before anything is contacted', () => {
     expect(() => request('--mirror-wait', '90s')).toThrow(/--mirror-wait applies with --mirror only/);
     expect(() => request('--mirror', '--mirror-wait', 'soon')).toThrow(/--mirror-wait/);
+  });
+});
+
+describe('DR mode on a host without a DR site', () => {
+  it('refuses before looking at any disk: MirrorUnavailable, not retryable, naming the setting', async () => {
+    const err = await checkMirroring({} as ActivityDeps, [{ target: 'vdb', rbd: { pool: 'vms', image: 'vm-42-vdb' } }]).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ApplicationFailure);
+    expect(err).toMatchObject({ type: 'MirrorUnavailable', nonRetryable: true });
+    expect((err as Error).message).toContain('drCeph');
   });
 });
