@@ -39,7 +39,8 @@ CLI_TIMEOUT=30
 primary_rbd() { timeout "$CLI_TIMEOUT" rbd -c "$PRIMARY_CONF" --id admin "$@"; }
 dr_rbd() { timeout "$CLI_TIMEOUT" rbd -c "$DR_CONF" --id admin "$@"; }
 dr_ceph() { timeout "$CLI_TIMEOUT" ceph -c "$DR_CONF" --id admin "$@"; }
-ceph_dr_sh() { CEPH_INSTANCE=dr CEPH_MON_PORT="${DR_MON_PORT:-3301}" CEPH_POOLS="vms images" bash "$REPO/lab/ceph.sh" "$@"; }
+# 9>&-: the daemons must not inherit the lock (with_lock), or it would be held for their lifetime.
+ceph_dr_sh() { CEPH_INSTANCE=dr CEPH_MON_PORT="${DR_MON_PORT:-3301}" CEPH_POOLS="vms images" bash "$REPO/lab/ceph.sh" "$@" 9>&-; }
 
 # pool_mode CLI...: the pool's mirror mode (disabled, image, pool).
 pool_mode() { "$@" mirror pool info "$POOL" --format json | sed -n 's/.*"mode": *"\([a-z]*\)".*/\1/p'; }
@@ -90,7 +91,7 @@ start_mirror() {
   rbd-mirror -c "$DR_CONF" --id "$MIRROR_ID" --mon-host "v2:127.0.0.1:$(cat "$DR_DIR/port")" \
     --keyring "$DR_DIR/ceph.client.$MIRROR_ID.keyring" --pid-file "$MIRROR_PIDFILE" \
     --log-file "$MIRROR_LOG" --admin-socket "$MIRROR_ASOK" --rbd-mirror-memory-target 268435456 \
-    --rbd-mirror-memory-cache-min 33554432 >>"$DR_DIR/log/client.$MIRROR_ID.stderr.log" 2>&1 ||
+    --rbd-mirror-memory-cache-min 33554432 >>"$DR_DIR/log/client.$MIRROR_ID.stderr.log" 2>&1 9>&- ||
     die "$WHO" "rbd-mirror failed to start, see $MIRROR_LOG"
   wait_until 15 pid_running "$MIRROR_PIDFILE" rbd-mirror || die "$WHO" "rbd-mirror did not start, see $MIRROR_LOG"
 }
@@ -148,10 +149,18 @@ cmd_down() {
   say "$WHO" "rbd-mirror and ceph-dr stopped, state removed"
 }
 
+# One up/down at a time per lab dir: tests of several engineers start it on the same lab. The lock
+# lives outside $LAB_DIR (lab:down removes that) and is not lab.sh's, which holds its own around us.
+with_lock() {
+  exec 9>"${TMPDIR:-/tmp}/vmsnap-dr-$(printf '%s' "$LAB_DIR" | md5sum | cut -c1-12).lock"
+  flock -w 300 9 || die "$WHO" "another lab/dr.sh up/down holds the lock"
+  "$@"
+}
+
 case "${1:-}" in
-  up) cmd_up ;;
+  up) with_lock cmd_up ;;
   status) cmd_status ;;
-  down) cmd_down ;;
+  down) with_lock cmd_down ;;
   *)
     echo "usage: lab/dr.sh up|status|down" >&2
     exit 2
