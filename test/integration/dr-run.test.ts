@@ -179,6 +179,12 @@ describe('DR mode on the lab: rbd-mirror in snapshot mode to the DR site', () =>
         plain.push(await run({ domain: guest.name, quiesce: 'require', target: { clone: false } }));
         withMirror.push(await run({ domain: guest.name, quiesce: 'require', target: { clone: false, mirror: { waitMs: 120_000 } } }));
       }
+      // Snapshot-only: every run's snapshot is still here, so the DR site keeps them all, across
+      // the later runs' mirror snapshots (the plain runs' too: the DR runs' mirror snapshots carried them).
+      for (const d of images()) {
+        const there = await withImage(drIo, d.image, undefined, async (img) => (await img.listSnaps()).map((s) => s.name));
+        for (const r of [...plain, ...withMirror.slice(0, -1)]) expect(there, d.target).toContain(r.disks.find((x) => x.target === d.target)!.snapshot.split('@')[1]);
+      }
     } finally {
       for (const r of [...plain, ...withMirror]) for (const d of r.disks) await rbd(env, ['snap', 'rm', '--no-progress', d.snapshot]).catch(() => undefined);
     }
