@@ -13,7 +13,9 @@ import { startScratchGuest, type ScratchGuest } from '../../support/lab/scratch-
 import { parseExposition } from '../helpers/exposition';
 import { freezeStatus } from '../helpers/guest';
 import { startHarness, uniqueId, type Harness } from '../helpers/harness';
-import { repetitions } from '../helpers/lanes';
+import { LibvirtClient } from '../../src/libvirt';
+import { busyboxSh, runInGuest } from '../../support/lab/guest-run';
+import { extendedDescribe, extendedIt, repetitions } from '../helpers/lanes';
 import { quiescedTruthViolations } from '../helpers/truth';
 
 /*
@@ -248,4 +250,43 @@ describe('DR mode on the lab: rbd-mirror in snapshot mode to the DR site', () =>
       }
     }
   });
+});
+
+/*
+ * The replication lag for 64 MiB and 1 GiB of changed data (docs/dr.md#replication-lag), extended
+ * lane only (minutes of TCG writing and rbd-mirror copying): a guest of its own with one 1280 MiB
+ * disk writes that much from /dev/urandom into a file and syncs, then a quiesced DR run in
+ * snapshot-only mode reports its RPO (freeze start → the DR site has the snapshot).
+ */
+extendedDescribe('DR mode: replication lag by changed data', () => {
+  let big: ScratchGuest;
+  let lv: LibvirtClient;
+  const rows: string[] = [];
+  const spec = () => `${env.pools.vm}/${big.name}-vdb`;
+
+  beforeAll(async () => {
+    big = await startScratchGuest(env, env.guests!.oneDisk, { disks: 1, diskMiB: 1280 });
+    await rbd(env, ['mirror', 'image', 'enable', spec(), 'snapshot']);
+    lv = await LibvirtClient.connect({ uri: env.libvirt!.uri });
+  }, 600_000);
+
+  afterAll(async () => {
+    console.log(`[dr-run] replication lag\n| changed data | written in the guest | window | RPO | of which the mirror step |\n| --- | --- | --- | --- | --- |\n${rows.join('\n')}`);
+    if (big) await rbd(env, ['mirror', 'image', 'disable', spec()]).catch(() => undefined);
+    await lv?.close();
+    await big?.remove();
+  });
+
+  for (const mib of [64, 1024]) {
+    extendedIt(`${mib} MiB changed`, async () => {
+      const dom = await lv.lookupDomainByName(big.name);
+      const wrote = await runInGuest(lv, dom, busyboxSh(`dd if=/dev/urandom of=/mnt/vdb/lag-${mib}.bin bs=1M count=${mib} 2>/dev/null && sync`), { timeoutMs: 900_000, pollMs: 500 });
+      expect(wrote.code).toBe(0);
+      const r = await run({ domain: big.name, quiesce: 'require', target: { clone: false, mirror: { waitMs: 1_800_000 } } });
+      expect(r.quiesced).toBe(true);
+      rows.push(`| ${mib} MiB | ${(wrote.ms / 1000).toFixed(1)} s | ${r.freezeWindowMs} ms | ${(r.mirror!.rpoMs / 1000).toFixed(1)} s | ${(r.mirror!.waitedMs / 1000).toFixed(1)} s |`);
+      console.log(`[dr-run] ${rows.at(-1)}`);
+      for (const d of r.disks) await rbd(env, ['snap', 'rm', '--no-progress', d.snapshot]);
+    }, 1_800_000);
+  }
 });
