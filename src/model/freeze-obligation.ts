@@ -82,3 +82,17 @@ export function judgeArrival(o: FreezeObligation, now: number, clockSkewMs: numb
   if (now < due) return { act: 'wait', untilMs: due };
   return { act: 'thaw' };
 }
+
+/**
+ * Whether a late-freeze watch (a freeze call whose outcome was unknown, src/safety/late-freeze.ts)
+ * may thaw the frozen guest it found. A freeze whose record is open, not yet due, and is not the
+ * watched one is another run's window — vmsnap records every freeze before asking for it, on
+ * every host — and a thaw would cut its snapshot short: leave it (its own guard ends it) and keep
+ * watching. Anything else may be the watched call landing late: thaw. A freeze nobody recorded
+ * (an operator's `virsh domfsfreeze`) cannot be told from a late one and is thawed: no guest stays
+ * frozen comes first.
+ */
+export function judgeLateFreeze(open: FreezeObligation | undefined, watchedFreezeId: string | undefined, now: number, clockSkewMs: number): 'thaw' | 'leave' {
+  if (!open || open.freezeId === watchedFreezeId) return 'thaw';
+  return now < dueAt(open, clockSkewMs) ? 'leave' : 'thaw';
+}

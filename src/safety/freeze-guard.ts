@@ -11,6 +11,9 @@ import type { JournalEntry, JournalLogger } from './freeze-journal';
 import { nodeEntry } from '../host/node-entry';
 import type { WatchdogArgs } from './watchdog-args';
 import type { FreezeObligation } from '../model/freeze-obligation';
+import type { OmapCliOptions } from '../ceph/omap-cli';
+import type { LibvirtClient } from '../libvirt';
+import { anotherRunsWindow } from './late-freeze';
 
 export type { JournalEntry } from './freeze-journal';
 
@@ -40,6 +43,14 @@ export interface FreezeGuardOptions {
   obligations?: Obligations;
   /** This host's name, recorded as the freezing host. */
   host?: string;
+  /**
+   * Where a late-freeze watch's watchdog reads the obligations from (its own bounded `rados`
+   * calls: it holds none of the worker's), to leave another run's window alone
+   * (src/safety/late-freeze.ts). Without it a watch thaws whatever it finds frozen.
+   */
+  obligationSource?: { cli: OmapCliOptions; pool: string };
+  /** How far two hosts' wall clocks may disagree (config clockSkewMs; default 1000). */
+  clockSkewMs?: number;
 }
 
 /** What the guard needs of the obligation store (ObligationStore; tests pass an in-memory one). */
@@ -227,6 +238,11 @@ export class FreezeGuard {
     return this.opts.obligations?.all() ?? Promise.resolve([]);
   }
 
+  /** For a late-freeze watch's entry: another run's live window on its guest, which it must leave (src/safety/late-freeze.ts). */
+  otherRunsWindow(lv: LibvirtClient, entry: JournalEntry): Promise<FreezeObligation | undefined> {
+    return anotherRunsWindow(lv, entry, this.opts.obligations, this.opts.clockSkewMs ?? 1000);
+  }
+
   obligationOf(domainUuid: string): Promise<FreezeObligation | undefined> {
     return this.opts.obligations?.read(domainUuid) ?? Promise.resolve(undefined);
   }
@@ -277,6 +293,8 @@ export class FreezeGuard {
       mode: entry.mode,
       deadlineMono: entry.deadlineMono,
       agentTimeoutSec: entry.agentTimeoutSec,
+      ...(entry.freezeId ? { freezeId: entry.freezeId } : {}),
+      ...(entry.mode === 'watch' && this.opts.obligationSource ? { obligations: this.opts.obligationSource, clockSkewMs: this.opts.clockSkewMs ?? 1000 } : {}),
     };
     const { file, execArgv } = nodeEntry(__dirname, 'watchdog', __filename);
     // Detached into its own session: a worker that dies (or a stop of the worker's process only)

@@ -15,6 +15,8 @@ export function freezeGuardFor(config: Config, log?: JournalLogger, radosTimeout
     stateDir: config.stateDir,
     ...(log ? { log } : {}),
     obligations: new ObligationStore(radosCli, config.imagePool),
+    obligationSource: { cli: radosCli, pool: config.imagePool },
+    clockSkewMs: config.clockSkewMs,
     host: config.host,
   });
 }

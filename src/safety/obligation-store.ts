@@ -1,5 +1,5 @@
-import { listOmapValues, removeOmapKey, setOmapValue } from '../ceph';
-import type { OmapCliOptions, OmapTarget } from '../ceph';
+import { listOmapValues, removeOmapKey, setOmapValue } from '../ceph/omap-cli';
+import type { OmapCliOptions, OmapTarget } from '../ceph/omap-cli';
 import { OBLIGATIONS_OBJECT, decodeObligation, encodeObligation } from '../model/freeze-obligation';
 import type { FreezeObligation } from '../model/freeze-obligation';
 

@@ -8,6 +8,7 @@ import { withFields } from '../worker/logger';
 import type { Logger } from '../worker/logger';
 import { freezeFields } from '../model/run-log-fields';
 import type { ThawLayer } from '../model/types';
+import type { FreezeObligation } from '../model/freeze-obligation';
 import { arrivalsVia, honourArrivals } from './arrivals';
 
 export interface ThawReport {
@@ -41,6 +42,10 @@ export async function thawJournaled(
   handOff?: HandOff,
 ): Promise<ThawReport> {
   const log = withFields(runLog, freezeFields(entry));
+  if (entry.mode === 'watch') {
+    const other = await guard.otherRunsWindow(lv, entry);
+    if (other) return leaveOtherRunsWindow(guard, entry, other, layer, log);
+  }
   const r = await thawAndConfirm(lv, entry.domainUuid, entry.agentTimeoutSec);
   if (r.outcome === 'gone') {
     // Gone from this host may mean running frozen on another (live migration). This host's part
@@ -79,6 +84,27 @@ export async function thawJournaled(
   const report: ThawReport = { ...base, wasFrozen, thawedBy, kept: false };
   log[thawedBy === 'none' ? 'info' : 'warn'](`journaled freeze of ${entry.domainName} resolved: thawed by ${thawedBy}`, { ...report, layer: thawedBy });
   return report;
+}
+
+/**
+ * A watch found its guest frozen by another run's recorded window (src/safety/late-freeze.ts): that
+ * run's guard ends it, and a thaw here would cut its snapshot short. The watch goes on until its
+ * end, when it is forgotten without a thaw.
+ */
+async function leaveOtherRunsWindow(guard: FreezeGuard, entry: JournalEntry, other: FreezeObligation, layer: ThawLayer, log: Logger): Promise<ThawReport> {
+  const base = { domain: entry.domainName, owner: entry.owner, frozenForMs: Date.now() - entry.frozenAt, wasFrozen: false, thawedBy: 'none' as const };
+  const kept = !isOverdue(entry);
+  if (!kept) {
+    await guard.release(entry.domainUuid);
+    await guard.clear(entry.domainUuid);
+  }
+  log.info(`late-freeze watch of ${entry.domainName} left another run's freeze window to its guard${kept ? '; still watching' : '; the watch ended'}`, {
+    ...base,
+    otherOwner: other.owner,
+    otherFreezeId: other.freezeId,
+    layer,
+  });
+  return { ...base, kept };
 }
 
 /** Starts (or joins) the fleet's hand-off of a journaled freeze whose domain left this host; returns its workflow id. */

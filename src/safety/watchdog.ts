@@ -6,8 +6,9 @@
  *   window: sleep until the deadline (monotonic clock), record that the guard fired, then thaw and
  *           confirm, retrying with backoff until the guest says `thawed` or the domain is gone.
  *   watch:  until the deadline, poll guest-fsfreeze-status; a freeze that lands late is thawed
- *           (and recorded as `<uuid>.late-<ms>` for the worker's metrics). At the end the entry
- *           is removed.
+ *           (and recorded as `<uuid>.late-<ms>` for the worker's metrics) — unless it is another
+ *           run's recorded window (late-freeze.ts), which is left to that run's guard. At the end
+ *           the entry is removed.
  */
 import { closeSync, writeSync } from 'node:fs';
 import { appendFile, writeFile } from 'node:fs/promises';
@@ -17,9 +18,13 @@ import { LibvirtClient } from '../libvirt';
 import { monoMs } from '../host/clock';
 import { FreezeJournal, firedMarkerPath } from './freeze-journal';
 import { thawAndConfirm } from './thaw-confirm';
+import { anotherRunsWindow } from './late-freeze';
+import { ObligationStore } from './obligation-store';
 import type { WatchdogArgs } from './watchdog-args';
 
 const WATCH_POLL_MS = 250;
+/** The guard's wait for our "up" (freeze-guard.ts, 1.5 s) and its journal write, with room to spare. */
+const JOURNALED_WAIT_MS = 5000;
 
 async function main(argv: string[]): Promise<number> {
   if (argv[0] === '--check') return selfCheck(argv[1]);
@@ -46,12 +51,24 @@ async function main(argv: string[]): Promise<number> {
       });
       return 0;
     }
+    // The guard journals this watch right after our "up": until it has, the entry names the
+    // watchdog before us (or nothing), and a watch that took that for "released" would end unserved.
+    if (!(await journaledWithin(stillOurs, JOURNALED_WAIT_MS))) return 0;
+    const obligations = a.obligations ? new ObligationStore(a.obligations.cli, a.obligations.pool) : undefined;
+    let left: string | undefined;
     while (monoMs() < a.deadlineMono) {
       if (!(await stillOurs())) return 0;
       try {
         const c = await libvirt();
         const dom = await c.lookupDomainByUuid(a.domainUuid);
         if ((await c.fsFreezeStatus(dom, a.agentTimeoutSec)) === 'frozen') {
+          const other = await anotherRunsWindow(c, a, obligations, a.clockSkewMs ?? 1000);
+          if (other) {
+            if (left !== other.freezeId) await log("another run's freeze window; left to its guard, still watching", { otherFreezeId: other.freezeId, otherOwner: other.owner });
+            left = other.freezeId;
+            await sleep(WATCH_POLL_MS);
+            continue;
+          }
           const r = await thawAndConfirm(c, a.domainUuid, a.agentTimeoutSec);
           await writeFile(path.join(journal.dir, `${a.domainUuid}.late-${Date.now()}`), JSON.stringify(r));
           await log('a freeze landed after its run gave up on it; thawed', { result: r });
@@ -89,6 +106,15 @@ async function thawUntilProven(
     backoffMs = Math.min(backoffMs * 2, 5000);
     // Someone else proved the thaw and cleared the entry (the run, the sweeper, an operator).
     if (!(await stillOurs())) return;
+  }
+}
+
+async function journaledWithin(stillOurs: () => Promise<boolean>, ms: number): Promise<boolean> {
+  const until = monoMs() + ms;
+  for (;;) {
+    if (await stillOurs()) return true;
+    if (monoMs() >= until) return false;
+    await sleep(20);
   }
 }
 

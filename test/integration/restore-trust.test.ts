@@ -37,9 +37,7 @@ beforeAll(async () => {
   snap = await h.client.workflow.execute('consistentSnapshot', {
     taskQueue: h.hw.taskQueue,
     workflowId: uniqueId('snap-trust'),
-    // What is tested is the record's trust, not the freeze: a run interrupted by another test's
-    // leftover on this guest (seen once in CI, right after prometheus-alerts) must not fail the file.
-    args: [{ domain: g1, quiesce: 'prefer' }],
+    args: [{ domain: g1, quiesce: 'require' }],
   });
   image = snap.disks[0]!.image!;
   genuine = (await ceph.meta('images', image.split('/')[1]!))[RESTORE_POINT_KEY]!;

@@ -11,6 +11,7 @@ import type { SnapshotResult } from '../../src/model/types';
 import { LibvirtClient } from '../../src/libvirt';
 import { bootId, monoMs } from '../../src/host/clock';
 import { FreezeGuard } from '../../src/safety/freeze-guard';
+import { ObligationStore } from '../../src/safety/obligation-store';
 import { Metrics } from '../../src/host/metrics';
 import { jsonLogger } from '../../src/worker/logger';
 import { Sweeper } from '../../src/safety/sweeper';
@@ -218,6 +219,41 @@ describe('late freezes', () => {
     } finally {
       await guestCtl('slow-freeze', '0');
       await w.stop();
+      await ensureThawed(vars, g1);
+    }
+  });
+});
+
+describe("a late-freeze watch and another run's window", () => {
+  // Seen in CI: a run's watch, left by a worker that had stopped, thawed the next test's freeze of
+  // the same guest inside its window (that run failed FreezeInterrupted). Another worker's watch is
+  // this host through a second state dir, or a guest that migrated back within the watch.
+  it("leaves another run's recorded window alone, and still thaws a freeze nobody recorded", async () => {
+    const stateDir = mkdtempSync(path.join(os.tmpdir(), 'vmsnap-watch-'));
+    const cli = { conf: need(vars, 'CEPH_CONF'), id: vars.CEPH_VMSNAP_ID ?? 'admin', keyring: vars.CEPH_VMSNAP_KEYRING ?? vars.CEPH_KEYRING, timeoutMs: 10_000 };
+    const pool = vars.VMSNAP_IMAGE_POOL ?? 'images';
+    const guard = new FreezeGuard({ libvirtUri: need(vars, 'LIBVIRT_DEFAULT_URI'), stateDir, obligations: new ObligationStore(cli, pool), obligationSource: { cli, pool }, clockSkewMs: 1000 });
+    const uuid = await virsh(vars, 'domuuid', g1);
+    await guard.watch({ domainUuid: uuid, domainName: g1, owner: 'another-worker/run', agentTimeoutSec: 3 }, 60_000);
+    try {
+      // `worker` holds every window 6 s: 24 polls of the watch.
+      const result = (await client.workflow.execute('consistentSnapshot', { taskQueue: worker.taskQueue, workflowId: uniqueId('watch'), args: [input({ quiesce: 'require' })] })) as SnapshotResult;
+      try {
+        expect(result.quiesced).toBe(true);
+        expect(await quiescedTruthViolations(vars, result)).toEqual([]);
+      } finally {
+        await ceph.removeResultImages(result);
+      }
+      expect(readFileSync(path.join(stateDir, 'guard.log'), 'utf8')).toContain("another run's freeze window; left to its guard");
+      // A freeze with no record (an operator's) cannot be told from the watched call landing late.
+      await virsh(vars, 'domfsfreeze', g1);
+      const t0 = Date.now();
+      while ((await freezeStatus(vars, g1)) === 'frozen' && Date.now() - t0 < 10_000) await sleep(100);
+      expect(await freezeStatus(vars, g1)).toBe('thawed');
+      console.log(`late-freeze watch: left the run's ${result.freezeWindowMs} ms window; thawed an unrecorded freeze ${Date.now() - t0} ms after it`);
+    } finally {
+      await guard.release(uuid);
+      await guard.clear(uuid);
       await ensureThawed(vars, g1);
     }
   });

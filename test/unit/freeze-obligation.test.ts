@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decodeObligation, dueAt, encodeObligation, judgeArrival } from '../../src/model/freeze-obligation';
+import { decodeObligation, dueAt, encodeObligation, judgeArrival, judgeLateFreeze } from '../../src/model/freeze-obligation';
 import type { FreezeObligation } from '../../src/model/freeze-obligation';
 import { applyBeat, applyDrain, hostWatchMs, isAlive, isLost } from '../../src/model/fleet';
 import type { FleetHost } from '../../src/model/fleet';
@@ -29,6 +29,14 @@ describe('a freeze obligation record', () => {
     expect(dueAt(o, 1000)).toBe(10_000);
     expect(judgeArrival(o, 9999, 1000)).toEqual({ act: 'wait', untilMs: 10_000 });
     expect(judgeArrival(o, 10_000, 1000)).toEqual({ act: 'thaw' });
+  });
+
+  it("a late-freeze watch leaves another freeze's window until it is due, and thaws its own, an unrecorded one, or an overdue one", () => {
+    expect(judgeLateFreeze(o, 'f0', 5000, 1000)).toBe('leave');
+    expect(judgeLateFreeze(o, undefined, 5000, 1000)).toBe('leave');
+    expect(judgeLateFreeze(o, 'f0', 10_000, 1000)).toBe('thaw');
+    expect(judgeLateFreeze(o, 'f1', 5000, 1000)).toBe('thaw');
+    expect(judgeLateFreeze(undefined, 'f0', 5000, 1000)).toBe('thaw');
   });
 
   it('a live window of the same freeze on this host is its own run’s; a stale one or another freeze is not', () => {

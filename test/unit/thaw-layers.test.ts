@@ -169,6 +169,16 @@ describe('freeze guard', () => {
   }, 60_000); // its own waits (up to 20 s + 20 s + 5 s) fit in this
 });
 
+describe('late-freeze watch', () => {
+  it('its watchdog waits for the guard to journal it, and watches until the end (it used to read the entry first and quit)', async () => {
+    const guard = new FreezeGuard({ libvirtUri: 'qemu+unix:///system?socket=/nonexistent', stateDir: tmp() });
+    const e = await guard.watch({ domainUuid: UUID, domainName: 'g', owner: 'wf/run', agentTimeoutSec: 1 }, 4000);
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(alive(e.guardPid!)).toBe(true);
+    await guard.release(UUID);
+  });
+});
+
 describe('sweeper and reconcile', () => {
   it('thaws an overdue window, skips one in its window, and keeps an entry it cannot prove thawed', async () => {
     const dir = tmp();
@@ -210,6 +220,35 @@ describe('sweeper and reconcile', () => {
     expect(asked).toEqual([UUID]);
     expect(await guard.entries()).toEqual([]);
   });
+  it("a late-freeze watch leaves another run's recorded window frozen, and thaws once that record is gone or cannot be read", async () => {
+    const other = { freezeId: 'f-other', domainUuid: UUID, domainName: 'g', owner: 'other/run', host: 'hv-b', frozenAt: Date.now(), deadlineAt: Date.now() + 60_000, agentTimeoutSec: 1, disks: [] };
+    let open: typeof other | undefined = other;
+    let unreadable = false;
+    const obligations = {
+      write: async () => undefined,
+      read: async () => {
+        if (unreadable) throw new Error('rados: timed out');
+        return open;
+      },
+      all: async () => [],
+      resolve: async () => true,
+    };
+    const guard = new FreezeGuard({ libvirtUri: '', stateDir: tmp(), obligations });
+    await guard.journal.write(entry({ mode: 'watch', deadlineMono: monoMs() + 60_000, freezeId: 'f-watched' }));
+    const state = { frozen: 1 };
+    const sweeper = new Sweeper(async () => fakeLibvirt(state).lv, guard, new Metrics(), quiet, 60_000, 0);
+    expect(await sweeper.sweep()).toBe(0);
+    expect(state.frozen).toBe(1);
+    expect(await guard.entries()).toHaveLength(1);
+    unreadable = true;
+    expect(await sweeper.sweep()).toBe(1);
+    state.frozen = 1;
+    unreadable = false;
+    open = undefined;
+    expect(await sweeper.sweep()).toBe(1);
+    expect(await guard.entries()).toHaveLength(1);
+  });
+
   it('a hand-off that fails keeps the entry for the next sweep', async () => {
     const guard = new FreezeGuard({ libvirtUri: '', stateDir: tmp() });
     await guard.journal.write(entry({ deadlineMono: monoMs() - 1 }));
