@@ -1,5 +1,6 @@
 // librbd image mirroring: enable/disable, info and mode, global status, mirror snapshots, and the
-// mirror namespace of a snapshot (what a mirror snapshot on a non-primary image was copied from).
+// mirror namespace of a snapshot (what a mirror snapshot on a non-primary image was copied from);
+// and a pool's side of it, read only: its mirror mode, its mirror uuid and its peer sites.
 //
 // A mirror snapshot of a live image (rbd_mirror_image_create_snapshot), like enable (which takes
 // the first one) and disable (which removes them), is a snapshot operation: it goes through the
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "core.h"
+#include "grow.h"
 
 namespace vmsnap {
 namespace {
@@ -231,6 +233,89 @@ Value SnapGetMirrorNamespace(const CallbackInfo& info) {
   });
 }
 
+const char* PoolModeName(rbd_mirror_mode_t m) {
+  switch (m) {
+    case RBD_MIRROR_MODE_DISABLED: return "disabled";
+    case RBD_MIRROR_MODE_IMAGE: return "image";
+    case RBD_MIRROR_MODE_POOL: return "pool";
+  }
+  return "unknown";
+}
+
+const char* PeerDirectionName(rbd_mirror_peer_direction_t d) {
+  switch (d) {
+    case RBD_MIRROR_PEER_DIRECTION_RX: return "rx-only";
+    case RBD_MIRROR_PEER_DIRECTION_TX: return "tx-only";
+    case RBD_MIRROR_PEER_DIRECTION_RX_TX: return "rx-tx";
+  }
+  return "unknown";
+}
+
+// rbd_mirror_mode_get(ioctx) -> 'disabled' | 'image' | 'pool' (the pool's, or its namespace's)
+Value MirrorModeGet(const CallbackInfo& info) {
+  Handle* h = Handle::Arg(info, 0, Kind::IoCtx);
+  rados_ioctx_t io = h->io;
+  return h->Use(info.Env(), "rbd_mirror_mode_get", [io]() -> Outcome {
+    rbd_mirror_mode_t m = RBD_MIRROR_MODE_DISABLED;
+    int r = rbd_mirror_mode_get(io, &m);
+    if (r < 0) return Fail(r, "rbd_mirror_mode_get");
+    const char* name = PoolModeName(m);
+    return Ok([name](Env env) { return Napi::String::New(env, name); });
+  });
+}
+
+// rbd_mirror_uuid_get(ioctx) -> this pool's mirror uuid (what peers' statuses name it by)
+Value MirrorUuidGet(const CallbackInfo& info) {
+  Handle* h = Handle::Arg(info, 0, Kind::IoCtx);
+  rados_ioctx_t io = h->io;
+  return h->Use(info.Env(), "rbd_mirror_uuid_get", [io]() -> Outcome {
+    size_t n = 64;
+    std::vector<char> buf;
+    int r = GrowUntilFits([&] { return rbd_mirror_uuid_get(io, buf.data(), &n); }, Sized{buf, n});
+    if (r < 0) return Fail(r, "rbd_mirror_uuid_get");
+    std::string uuid(buf.data(), strnlen(buf.data(), buf.size()));
+    return Ok([uuid](Env env) { return Napi::String::New(env, uuid); });
+  });
+}
+
+// rbd_mirror_peer_site_list(ioctx) -> [{uuid, direction, siteName, mirrorUuid, clientName, lastSeen}]
+Value MirrorPeerSiteList(const CallbackInfo& info) {
+  Handle* h = Handle::Arg(info, 0, Kind::IoCtx);
+  rados_ioctx_t io = h->io;
+  return h->Use(info.Env(), "rbd_mirror_peer_site_list", [io]() -> Outcome {
+    int n = 8;
+    std::vector<rbd_mirror_peer_site_t> v;
+    int r = GrowUntilFits([&] { return rbd_mirror_peer_site_list(io, v.data(), &n); }, Sized{v, n});
+    if (r < 0) return Fail(r, "rbd_mirror_peer_site_list");
+    struct Peer {
+      std::string uuid;
+      const char* direction;
+      std::string site_name, mirror_uuid, client_name;
+      double last_seen;
+    };
+    std::vector<Peer> out;
+    for (int i = 0; i < n; ++i) {
+      out.push_back({Str(v[i].uuid), PeerDirectionName(v[i].direction), Str(v[i].site_name),
+                     Str(v[i].mirror_uuid), Str(v[i].client_name), static_cast<double>(v[i].last_seen)});
+    }
+    rbd_mirror_peer_site_list_cleanup(v.data(), n);
+    return Ok([out](Env env) {
+      Napi::Array a = Napi::Array::New(env, out.size());
+      for (size_t i = 0; i < out.size(); ++i) {
+        Napi::Object o = Napi::Object::New(env);
+        o.Set("uuid", out[i].uuid);
+        o.Set("direction", out[i].direction);
+        o.Set("siteName", out[i].site_name);
+        o.Set("mirrorUuid", out[i].mirror_uuid);
+        o.Set("clientName", out[i].client_name);
+        o.Set("lastSeen", out[i].last_seen);
+        a.Set(i, o);
+      }
+      return a;
+    });
+  });
+}
+
 }  // namespace
 
 void RegisterMirror(Env env, Napi::Object exports) {
@@ -242,6 +327,9 @@ void RegisterMirror(Env env, Napi::Object exports) {
       {"mirrorImageCreateSnapshot", MirrorImageCreateSnapshot},
       {"mirrorImageGetGlobalStatus", MirrorImageGetGlobalStatus},
       {"snapGetMirrorNamespace", SnapGetMirrorNamespace},
+      {"mirrorModeGet", MirrorModeGet},
+      {"mirrorUuidGet", MirrorUuidGet},
+      {"mirrorPeerSiteList", MirrorPeerSiteList},
   });
 }
 

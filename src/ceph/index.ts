@@ -20,10 +20,11 @@ export {
   createGroupSnap, listGroupSnaps, removeGroupSnap, type GroupImage, type GroupSnapInfo,
 } from './group';
 export { createNamespace, removeNamespace, namespaceExists } from './namespace';
-export type { MirrorImageMode, MirrorInfo, MirrorSiteStatus, MirrorStatus, SnapMirrorNamespace } from './mirror';
+export type { MirrorImageMode, MirrorInfo, MirrorSiteStatus, MirrorStatus, SnapMirrorNamespace, PoolMirrorMode, MirrorPeerSite } from './mirror';
+export { getPoolMirrorMode, getPoolMirrorUuid, listMirrorPeers } from './mirror';
 export {
   Snapshotter, type SnapRequest, type SnapshotterOptions, type BoundOptions,
-  type CreateSnapsResult, type CreateMirrorSnapsResult, type MirrorState, type RemoveSnapsResult, type SnapFailure,
+  type CreateSnapsResult, type CreateMirrorSnapsResult, type MirrorState, type RemoveSnapsResult, type SetUpResult, type SnapFailure,
 } from './snapshotter';
 export { SnapshotterPool, laneKey, type SnapshotterPoolOptions, type LaneOptions } from './snapshotter-pool';
 export { setOmapValue, removeOmapKey, listOmapValues, type OmapTarget, type OmapCliOptions } from './omap-cli';

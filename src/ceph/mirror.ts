@@ -1,3 +1,4 @@
+import type { IoCtx } from './cluster';
 import { rbdCall } from './errors';
 import type { Image } from './image';
 import { native } from './native';
@@ -86,4 +87,36 @@ export function getMirrorStatus(image: Image): Promise<MirrorStatus> {
 export async function getSnapMirrorNamespace(image: Image, snapId: number): Promise<SnapMirrorNamespace> {
   const ns = await rbdCall(() => native().snapGetMirrorNamespace(image.handle, snapId));
   return { ...ns, state: ns.state as SnapMirrorNamespace['state'] };
+}
+
+/** A pool's mirror mode: `image` mirrors only the images enabled one by one, `pool` every journaled one. */
+export type PoolMirrorMode = 'disabled' | 'image' | 'pool';
+
+/** One peer site of a pool (rbd_mirror_peer_site_t). */
+export interface MirrorPeerSite {
+  uuid: string;
+  /** `tx-only` on the primary side for a peer that pulls from it (rbd-mirror registered itself). */
+  direction: 'rx-only' | 'tx-only' | 'rx-tx' | 'unknown';
+  siteName: string;
+  /** The peer site's mirror uuid: what its statuses and its mirror snapshots' peers name it by. Empty until its rbd-mirror registered. */
+  mirrorUuid: string;
+  clientName: string;
+  /** Seconds since the epoch when the peer's daemon last pinged; 0 when never. */
+  lastSeen: number;
+}
+
+/** rbd_mirror_mode_get: the pool's (or, on a namespace's IoCtx, the namespace's) mirror mode. */
+export function getPoolMirrorMode(io: IoCtx): Promise<PoolMirrorMode> {
+  return rbdCall(() => native().mirrorModeGet(io.handle));
+}
+
+/** rbd_mirror_uuid_get: this pool's own mirror uuid. ENOENT while the pool does not mirror. */
+export function getPoolMirrorUuid(io: IoCtx): Promise<string> {
+  return rbdCall(() => native().mirrorUuidGet(io.handle));
+}
+
+/** rbd_mirror_peer_site_list: the pool's peer sites. */
+export async function listMirrorPeers(io: IoCtx): Promise<MirrorPeerSite[]> {
+  const peers = await rbdCall(() => native().mirrorPeerSiteList(io.handle));
+  return peers.map((p) => ({ ...p, direction: p.direction as MirrorPeerSite['direction'] }));
 }

@@ -106,6 +106,16 @@ export interface NativeBinding {
     primarySnapId: number;
     lastCopiedObjectNumber: number;
   }>;
+  mirrorModeGet(io: NativeHandle): Promise<'disabled' | 'image' | 'pool'>;
+  mirrorUuidGet(io: NativeHandle): Promise<string>;
+  mirrorPeerSiteList(io: NativeHandle): Promise<{
+    uuid: string;
+    direction: string;
+    siteName: string;
+    mirrorUuid: string;
+    clientName: string;
+    lastSeen: number;
+  }[]>;
 }
 
 export interface NativeMirrorInfo {

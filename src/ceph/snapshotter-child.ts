@@ -73,8 +73,21 @@ function serve(op: SnapOp, req: SnapRequest): Promise<ReplyValue | undefined> {
     else if (op === 'exists') return image.snapExists(req.snap);
     else if (op === 'mirror-snap') return image.createMirrorSnap();
     else if (op === 'mirror-state') return mirrorState(image);
+    else if (op === 'exclusive-lock') return enableExclusiveLock(image);
+    else if (op === 'mirror-enable') await image.enableMirroring('snapshot');
+    else if (op === 'mirror-disable') await image.disableMirroring();
     return undefined;
   });
+}
+
+/** RBD_FEATURE_EXCLUSIVE_LOCK. */
+const EXCLUSIVE_LOCK = 4n;
+
+/** rbd_get_features, then rbd_update_features when exclusive-lock is missing: true when it was added. */
+async function enableExclusiveLock(image: Image): Promise<boolean> {
+  if ((await image.features()) & EXCLUSIVE_LOCK) return false;
+  await image.updateFeatures(EXCLUSIVE_LOCK, true);
+  return true;
 }
 
 async function mirrorState(image: Image): Promise<MirrorState> {

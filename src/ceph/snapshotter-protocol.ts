@@ -9,8 +9,14 @@ export interface SnapRequest {
   snap: string;
 }
 
-/** `snap` is ignored by open, ping, mirror-snap (librbd names mirror snapshots) and mirror-state. */
-export type SnapOp = 'create' | 'remove' | 'exists' | 'open' | 'ping' | 'mirror-snap' | 'mirror-state';
+/**
+ * `snap` is ignored by open, ping, mirror-snap (librbd names mirror snapshots), mirror-state and
+ * the setup ops: exclusive-lock (enable the feature when missing), mirror-enable (snapshot mode)
+ * and mirror-disable.
+ */
+export type SnapOp =
+  | 'create' | 'remove' | 'exists' | 'open' | 'ping' | 'mirror-snap' | 'mirror-state'
+  | 'exclusive-lock' | 'mirror-enable' | 'mirror-disable';
 
 /** An image's mirroring as the 'mirror-state' op reads it; `mode` only when it is enabled. */
 export interface MirrorState {
@@ -19,7 +25,7 @@ export interface MirrorState {
   mode?: 'snapshot' | 'journal';
 }
 
-/** exists: boolean; mirror-snap: the snapshot's id; mirror-state: a MirrorState. */
+/** exists: boolean; mirror-snap: the snapshot's id; mirror-state: a MirrorState; exclusive-lock: whether it was added. */
 export type ReplyValue = boolean | number | MirrorState;
 
 export type ToChild =

@@ -66,6 +66,15 @@ export interface CreateMirrorSnapsResult extends CreateSnapsResult {
   snapIds: Map<SnapRequest, number>;
 }
 
+export interface SetUpResult {
+  /** Answered without error, with the op's reply value (exclusive-lock: whether it was added). */
+  done: Map<SnapRequest, ReplyValue | undefined>;
+  failed: SnapFailure[];
+  mayCompleteLate: SnapRequest[];
+  notSent: SnapRequest[];
+  timedOut: boolean;
+}
+
 export interface RemoveSnapsResult {
   removed: SnapRequest[];
   /** ENOENT: there was no such snapshot. */
@@ -182,6 +191,24 @@ export class Snapshotter {
     }
     if (out.size < requests.length) throw new RbdError(r.timedOut ? 110 : 5, 'rbd_mirror_image_get_info');
     return out;
+  }
+
+  /**
+   * What an operator sets up once per image for snapshot-mode mirroring, each bounded like a
+   * snapshot (on a live image they go through its lock owner): `exclusive-lock` enables that
+   * feature when missing (rbd_update_features; the reply says whether it was added),
+   * `mirror-enable` is rbd_mirror_image_enable2 in snapshot mode (which takes the first mirror
+   * snapshot), `mirror-disable` rbd_mirror_image_disable (which removes the mirror snapshots).
+   */
+  async setUpMirroring(op: 'exclusive-lock' | 'mirror-enable' | 'mirror-disable', requests: SnapRequest[], o: BoundOptions): Promise<SetUpResult> {
+    const r = await this.runBatch(op, requests, o.timeoutMs);
+    return {
+      done: new Map(r.answered.flatMap((a) => (a.reply.ok ? [[a.request, a.reply.value] as const] : []))),
+      failed: r.answered.flatMap((a) => (a.reply.ok ? [] : [{ request: a.request, error: a.reply.error }])),
+      mayCompleteLate: r.unanswered,
+      notSent: r.notSent,
+      timedOut: r.timedOut,
+    };
   }
 
   /** rbd_snap_remove for each request, bounded; ENOENT counts as `absent`. */

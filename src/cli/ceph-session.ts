@@ -4,8 +4,8 @@ import type { IoCtx } from '../ceph';
 import type { Config } from '../config';
 import { CliError, Exit } from './exit-codes';
 
-/** A librados session for one CLI command: `fn` gets pools, everything is closed after it. */
-export async function withCeph<T>(config: Config, fn: (open: (pool: string) => Promise<IoCtx>) => Promise<T>): Promise<T> {
+/** A librados session for one CLI command: `fn` gets pools (or an rbd namespace of one), everything is closed after it. */
+export async function withCeph<T>(config: Config, fn: (open: (pool: string, namespace?: string) => Promise<IoCtx>) => Promise<T>): Promise<T> {
   const { conf, id, keyring } = config.ceph;
   let cluster: RadosCluster;
   try {
@@ -15,9 +15,9 @@ export async function withCeph<T>(config: Config, fn: (open: (pool: string) => P
     throw new CliError(`${refused ? 'Ceph refused' : 'cannot connect to Ceph as'} client.${id}: ${(err as Error).message}`, refused ? Exit.authRefused : Exit.unreachable);
   }
   const opened: IoCtx[] = [];
-  const open = async (pool: string): Promise<IoCtx> => {
+  const open = async (pool: string, namespace = ''): Promise<IoCtx> => {
     try {
-      const io = await cluster.openIoCtx(pool);
+      const io = await cluster.openIoCtx(pool, namespace);
       opened.push(io);
       return io;
     } catch (err) {

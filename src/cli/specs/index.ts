@@ -2,6 +2,7 @@ import type { CommandSpec } from '../options';
 import { COMPLETION } from './completion';
 import { DOCTOR } from './doctor';
 import { FLEET } from './fleet';
+import { MIRROR } from './mirror';
 import { DELETE, LIST, PRUNE } from './image-sets';
 import { RESTORE, VERIFY } from './restore';
 import { SCHEDULE } from './schedule';
@@ -28,6 +29,7 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
   RESTORE,
   VERIFY,
   FLEET,
+  MIRROR,
   DOCTOR,
   SETUP,
   COMPLETION,
