@@ -10,7 +10,8 @@ import { repetitions } from '../helpers/lanes';
  * librados loses Ceph's static state to exit's destructors. The addon's guard covers the first;
  * the CLI drains the addon (addonDrained) before it exits, which this test does the same way.
  * Without the drain, 16 of 30 such runs died (SIGABRT or SIGSEGV): 10 runs in the default lane
- * (all 10 pass by chance with odds below 1 in 1,000), 30 in the extended one.
+ * (all 10 pass by chance with odds below 1 in 1,000), 30 in the extended one, 3 in the ASan lane
+ * (VMSNAP_ADDON_EXIT_RUNS; scripts/test-asan.sh).
  */
 const SCRIPT = `
 const { native } = require(process.argv[1]);
@@ -24,7 +25,7 @@ describe('native addon at process exit', () => {
     const nativeModule = path.resolve(__dirname, '../../src/ceph/native.ts');
     const runtimeModule = path.resolve(__dirname, '../../src/ceph/addon-runtime.ts');
     const outcomes: string[] = [];
-    for (let i = 0; i < repetitions(undefined, 10, 30); i++) {
+    for (let i = 0; i < repetitions(process.env.VMSNAP_ADDON_EXIT_RUNS, 10, 30); i++) {
       const r = spawnSync(process.execPath, ['--require', require.resolve('tsx/cjs'), '-e', SCRIPT, nativeModule, runtimeModule], { encoding: 'utf8', timeout: 30_000 });
       outcomes.push(r.signal ? `signal ${r.signal}` : `exit ${r.status}`);
     }
