@@ -6,6 +6,7 @@ import { nowMs } from '../src/host/clock';
 import { FailureType } from '../src/model/failures';
 import type { InspectedDisk, MirrorRequest, MirrorResult, RbdLocation } from '../src/model/types';
 import type { ActivityDeps } from './deps';
+import { pruneDrPoints, recordDrPoints } from './dr-point';
 import { during } from './step-error';
 
 /*
@@ -121,6 +122,8 @@ export function mirrorToDrSite(deps: ActivityDeps) {
     const startedAt = nowMs();
     const site = await during('read the DR site’s fsid', () => dr.fsid(), { type: FailureType.MirrorUnavailable, nonRetryable: false });
     const requests = req.disks.map((d) => lookup(d.source));
+    // The record first: a mirror snapshot carries the image's metadata as it is when it is taken.
+    await recordDrPoints(deps, req);
     const taken = await during('take mirror snapshots', () => deps.snapshotter.createMirrorSnaps(requests, { timeoutMs: req.snapshotTimeoutMs }), {
       type: FailureType.MirrorNotReplicated,
       nonRetryable: true,
@@ -154,6 +157,7 @@ export function mirrorToDrSite(deps: ActivityDeps) {
       }
       await sleep(MIRROR_POLL_MS, ctx.cancellationSignal);
     }
+    await pruneDrPoints(deps, req);
     const lastAt = Math.max(...[...copied.values()].map((c) => c.at));
     const rpoMs = lastAt - req.pointAt;
     deps.metrics.mirrorRpo.observe(rpoMs / 1000);

@@ -21,6 +21,12 @@ export async function mirrorToDrSite(ctx: RunContext, plan: SnapshotPlan, captur
   // The point in time is the freeze's start: the guest's state from then on is what the snapshots hold.
   const pointAt = capture.freeze?.startedAt ?? capture.snapshot.startedAt;
   return mirrorWait(mirror.waitMs).mirrorToDrSite.executeWithOptions({ summary: `carry ${disks.length} snapshot(s) to the DR site` }, [
-    { disks, pointAt, snapshotTimeoutMs: input.snapshotTimeoutMs, waitMs: mirror.waitMs },
+    {
+      disks,
+      pointAt,
+      snapshotTimeoutMs: input.snapshotTimeoutMs,
+      waitMs: mirror.waitMs,
+      record: { workflowId: ctx.id.nameId, runId: ctx.id.runId, domain: plan.domain, quiesced: capture.quiesced },
+    },
   ]);
 }

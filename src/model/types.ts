@@ -121,6 +121,11 @@ export interface MirrorRequest {
   snapshotTimeoutMs: number;
   /** Bound on the wait for the DR site's copies. */
   waitMs: number;
+  /**
+   * What `vmsnap dr-restore` needs, written on each disk's image before the mirror snapshots
+   * (src/model/dr-point.ts), which carry it to the DR site. Absent in histories from before it.
+   */
+  record?: { workflowId: string; runId: string; domain: { name: string; uuid: string }; quiesced: boolean };
 }
 
 /** DR mode: the run's snapshots as the DR site has them. */

@@ -20,6 +20,8 @@ export interface AllowListContext {
   imagePool: string;
   /** The new VM's name: a chardev path of the source renamed `<dir>/<name>.<file>` is its own. */
   name: string;
+  /** Host paths the restore itself put in (dr-restore: the DR cluster's ceph.conf of each disk). */
+  ownPaths?: ReadonlySet<string>;
 }
 
 const HOST_DEVICE_ELEMENTS: Record<string, string> = {
@@ -47,7 +49,7 @@ export function definitionRefusal(finalXml: string, recordedXml: string, ctx: Al
   }
   const own = hostPaths(recorded);
   for (const p of hostPaths(dom)) {
-    if (own.has(p) || isRenamedChardev(p, own, ctx.name)) continue;
+    if (own.has(p) || ctx.ownPaths?.has(p) || isRenamedChardev(p, own, ctx.name)) continue;
     return `host path ${p} is not the source VM's own`;
   }
   return null;

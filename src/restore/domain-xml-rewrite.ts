@@ -28,6 +28,40 @@ export function rbdSourceNames(xml: string): string[] {
   return out;
 }
 
+/** Where a disk's RBD image is reached from this host: a ceph.conf, and the cephx user with its libvirt secret. */
+export interface RbdSite {
+  conf: string;
+  authUser: string;
+  secretUuid: string;
+}
+
+/**
+ * Every RBD `<source>` whose `pool/image` is in `names` gets its cluster from `site`: its
+ * `<host>`, `<config>` and `<auth>` children are replaced by the site's `<config file>` and
+ * `<auth>` (dr-restore: the disks live on the DR cluster, not on the one the VM was recorded on).
+ */
+export function pointRbdSourcesAt(xml: string, names: ReadonlySet<string>, site: RbdSite): string {
+  // An open <source ...> (not a self-closing one) up to its </source>: RBD sources have children.
+  return xml.replace(/<source\b(?:[^>]*[^/>])?>[\s\S]*?<\/source>/g, (block) => {
+    const tag = /^<source\b[^>]*>/.exec(block)![0];
+    if (!/\sprotocol=(['"])rbd\1/.test(tag)) return block;
+    const name = ATTR('name').exec(tag)?.[3];
+    if (name === undefined || !names.has(name)) return block;
+    const indent = /\n([ \t]*)<(?:host|config|auth)\b/.exec(block)?.[1] ?? '';
+    const nl = indent ? `\n${indent}` : '';
+    const inner = block
+      .slice(tag.length, -'</source>'.length)
+      .replace(/\s*<host\b[^>]*\/>/g, '')
+      .replace(/\s*<host\b[^>]*>[\s\S]*?<\/host>/g, '')
+      .replace(/\s*<config\b[^>]*\/>/g, '')
+      .replace(/\s*<auth\b[\s\S]*?<\/auth>/g, '');
+    const site_ =
+      `${nl}<config file='${escapeAttr(site.conf)}'/>` +
+      `${nl}<auth username='${escapeAttr(site.authUser)}'><secret type='ceph' uuid='${escapeAttr(site.secretUuid)}'/></auth>`;
+    return `${tag}${site_}${inner}</source>`;
+  });
+}
+
 export interface NewDomainEdits {
   name: string;
   uuid: string;

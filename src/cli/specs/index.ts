@@ -1,6 +1,7 @@
 import type { CommandSpec } from '../options';
 import { COMPLETION } from './completion';
 import { DOCTOR } from './doctor';
+import { DR_RESTORE } from './dr-restore';
 import { FLEET } from './fleet';
 import { MIRROR } from './mirror';
 import { DELETE, LIST, PRUNE } from './image-sets';
@@ -28,6 +29,7 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
   DELETE,
   RESTORE,
   VERIFY,
+  DR_RESTORE,
   FLEET,
   MIRROR,
   DOCTOR,
