@@ -94,6 +94,8 @@ export const ConfigSchema = z.strictObject({
   preFlushCommand: z.array(z.string().min(1).max(4096).refine((a) => !a.includes('\0'), 'contains NUL')).min(1).max(64).default(['sync']),
   /** Clone/flatten/finalize activities at a time on this host (the bulk queue); see README "Bulk slots". */
   bulkConcurrency: z.number().int().min(1).max(64).default(2),
+  /** Snapshotter children kept open at most, idle ones closed first (src/ceph/snapshotter-pool.ts). */
+  snapshotterLanes: z.number().int().min(1).max(256).default(8),
   sweepIntervalMs: z.number().int().min(500).max(3600_000).default(5000),
   /** At most this many guests frozen at once by vmsnap on this host (held through Temporal, not in memory). */
   maxWindowsPerHost: z.number().int().min(1).max(64).default(4),
@@ -170,6 +172,7 @@ export function fromEnv(env: NodeJS.ProcessEnv): ConfigOverrides {
     preFlushTimeoutMs: num(env.VMSNAP_PRE_FLUSH_TIMEOUT_MS),
     preFlushCommand: words(env.VMSNAP_PRE_FLUSH_COMMAND),
     bulkConcurrency: num(env.VMSNAP_BULK_CONCURRENCY),
+    snapshotterLanes: num(env.VMSNAP_SNAPSHOTTER_LANES),
     sweepIntervalMs: num(env.VMSNAP_SWEEP_INTERVAL_MS),
     fleetBeatMs: num(env.VMSNAP_FLEET_BEAT_MS),
     fleetHostLostAfterMs: num(env.VMSNAP_FLEET_HOST_LOST_AFTER_MS),

@@ -13,11 +13,19 @@ import type {
  * so prepare, snapshot and cleanup of one run meet the same child and its warm image handles.
  * A lane exits after `laneIdleMs` without calls. One spare child is kept started, so a new lane
  * adopts a connected child instead of paying a fork + rados_connect (~0.3 s here).
+ *
+ * Each child is a Node process with its own librados session, ~70 MiB of RSS: the load bench's 48
+ * RBD-only runs kept 51 of them (3.7 GiB) because every lane waits out `laneIdleMs` after its last
+ * call. Past `maxLanes`, a new lane first closes the least recently used idle one (no call in
+ * flight): the count stays near the lanes actually in use. A lane in use is never closed, so
+ * `maxLanes` is a soft bound: more VMs with calls in flight at once still get a child each.
  */
 
 export interface SnapshotterPoolOptions extends SnapshotterOptions {
   /** A lane's child exits this long after its last call (default 30 s). */
   laneIdleMs?: number;
+  /** Past this many lanes, a new lane closes the least recently used idle one first (default 8). */
+  maxLanes?: number;
   /** Called with a lane's slot number and its child's librados address (for fencing after a crash). */
   onLaneChildReady?: (slot: number, addrs: string) => void;
 }
@@ -125,6 +133,7 @@ export class SnapshotterPool {
   private laneFor(key: string): Lane {
     let lane = this.lanes.get(key);
     if (lane) return lane;
+    for (const key of idleLanesOverCap(this.lanes, this.options.maxLanes ?? DEFAULT_MAX_LANES)) this.closeLane(key);
     const adopted = this.spare ?? this.newSnapshotter();
     this.spare = undefined;
     lane = { s: adopted.s, slot: adopted.slot, busy: 0, lastUsed: Date.now() };
@@ -140,7 +149,7 @@ export class SnapshotterPool {
 
   private newSnapshotter(): { s: Snapshotter; slot: number } {
     const slot = this.freeSlots.pop() ?? this.nextSlot++;
-    const { laneIdleMs: _idle, onLaneChildReady, ...opts } = this.options;
+    const { laneIdleMs: _idle, maxLanes: _max, onLaneChildReady, ...opts } = this.options;
     const s = new Snapshotter({ ...opts, onChildReady: (addrs) => onLaneChildReady?.(slot, addrs) });
     return { s, slot };
   }
@@ -150,10 +159,32 @@ export class SnapshotterPool {
     const now = Date.now();
     for (const [key, lane] of this.lanes) {
       if (lane.busy > 0 || now - lane.lastUsed < idleMs) continue;
-      this.lanes.delete(key);
-      void lane.s.close().finally(() => this.freeSlots.push(lane.slot));
+      this.closeLane(key);
     }
   }
+
+  private closeLane(key: string): void {
+    const lane = this.lanes.get(key);
+    if (!lane) return;
+    this.lanes.delete(key);
+    void lane.s.close().finally(() => this.freeSlots.push(lane.slot));
+  }
+}
+
+const DEFAULT_MAX_LANES = 8;
+
+/**
+ * The lanes to close before one more opens, so that at most `maxLanes` are open after it: idle
+ * ones (no call in flight), least recently used first. Busy lanes are never chosen.
+ */
+export function idleLanesOverCap(lanes: ReadonlyMap<string, { busy: number; lastUsed: number }>, maxLanes: number): string[] {
+  const over = lanes.size + 1 - maxLanes;
+  if (over <= 0) return [];
+  return [...lanes]
+    .filter(([, l]) => l.busy === 0)
+    .sort(([, a], [, b]) => a.lastUsed - b.lastUsed)
+    .slice(0, over)
+    .map(([key]) => key);
 }
 
 /** A VM's lane: the sorted set of images its call names. */

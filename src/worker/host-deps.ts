@@ -38,6 +38,7 @@ export function createHostDeps(
   // A child per VM in flight (lanes): one VM's hung lock owner never kills another VM's call.
   const snapshotter = new SnapshotterPool({
     ...cephOpts,
+    maxLanes: config.snapshotterLanes,
     evictWith: () => cluster(),
     onLaneChildReady: (slot, addrs) => void fence.record(`snapshotter-${slot}`, addrs).catch(() => undefined),
   });

@@ -122,4 +122,27 @@ describe('snapshotter pool: one child per VM in flight', () => {
     expect(blocklist(env!)).not.toContain(holderA.addrs);
     expect(blocklist(env!)).not.toContain(holderB.addrs);
   });
+
+  it('past maxLanes a new lane closes the least recently used idle one: children stay near the lanes in use', async () => {
+    const images = [await newImage(), await newImage(), await newImage(), await newImage()];
+    const pool = await cleanups.add(new SnapshotterPool({ ...env!, laneIdleMs: 120_000, maxLanes: 2 }), (p) => p.close(), 'capped pool');
+    await pool.start();
+    for (const [i, image] of images.entries()) expect((await pool.createSnaps([req(image, `cap${i}`)], { timeoutMs: 10_000 })).created).toHaveLength(1);
+    // The two most recent lanes stay (with warm handles); the older two were closed, not kept 120 s.
+    expect(pool.laneKeys).toEqual(images.slice(2).map((i) => `${io.pool}/${io.namespace ?? ''}/${i}`));
+    await until(async () => pool.pids.length <= 3, 10_000);
+    // A lane with a call in flight is never closed: three VMs at once on a pool of two get three.
+    const more = [await newImage(), await newImage(), await newImage()];
+    const all = await Promise.all(more.map((image) => pool.createSnaps([req(image, 'busy')], { timeoutMs: 10_000 })));
+    expect(all.map((r) => r.created.length)).toEqual([1, 1, 1]);
+    expect(pool.laneKeys).toHaveLength(3);
+  });
 });
+
+async function until(ok: () => Promise<boolean>, ms: number): Promise<void> {
+  const t0 = Date.now();
+  while (!(await ok())) {
+    if (Date.now() - t0 > ms) throw new Error(`not within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
