@@ -28,6 +28,8 @@ export interface DrRestoreResult {
   promoted: { image: string; force: boolean; already: boolean }[];
   primary: DrRestorePlan['primary'];
   disks: { target: string; disk: string; from: string; sha256?: string }[];
+  /** False with --no-start: defined, shut off. */
+  started: boolean;
   stepsMs: Record<string, number>;
 }
 
@@ -72,7 +74,7 @@ export async function run(argv: string[]): Promise<number> {
     });
     lv = await connectLibvirt(config.libvirt.uri);
     const plan = await t('plan', () => planRestore(io!, lv!, config, domain, values, pool));
-    const result = await act(io, lv, dr, plan, { verify: !!values.verify, readyTimeoutMs: ms['ready-timeout'] ?? 180_000 }, t);
+    const result = await act(io, lv, dr, plan, { verify: !!values.verify, start: !values['no-start'], readyTimeoutMs: ms['ready-timeout'] ?? 180_000 }, t);
     result.stepsMs = steps;
     emit(json, result, () => human(result));
     return Exit.ok;
@@ -137,7 +139,7 @@ async function act(
   lv: LibvirtClient,
   dr: NonNullable<Config['drCeph']>,
   plan: DrRestorePlan,
-  o: { verify: boolean; readyTimeoutMs: number },
+  o: { verify: boolean; start: boolean; readyTimeoutMs: number },
   t: <T>(step: string, fn: () => Promise<T>) => Promise<T>,
 ): Promise<DrRestoreResult> {
   const cli = { conf: dr.conf, id: dr.id, keyring: dr.keyring, timeoutMs: PROMOTE_TIMEOUT_MS };
@@ -176,14 +178,17 @@ async function act(
     }
     const dom = await t('define', () => lv.domainDefineXml(plan.xml));
     defined = true;
-    await t('start', () => lv.domainCreate(dom));
-    await t('ready', () => waitAgent(lv, plan.name, o.readyTimeoutMs));
+    if (o.start) {
+      await t('start', () => lv.domainCreate(dom));
+      await t('ready', () => waitAgent(lv, plan.name, o.readyTimeoutMs));
+    }
     return {
       domain: { name: plan.name, uuid: plan.uuid },
       from: { workflowId: plan.point.workflowId, runId: plan.point.runId, snapshot: plan.point.snap, quiesced: plan.point.quiesced, recordedAt: plan.point.recordedAt, domain: plan.point.domain.name },
       promoted,
       primary: plan.primary,
       disks: plan.disks.map((d, i) => ({ target: d.target, disk: `${d.clone.pool}/${d.clone.image}`, from: `${d.image.pool}/${d.image.image}@${d.snap}`, ...(sums[i] ? { sha256: sums[i] } : {}) })),
+      started: o.start,
       stepsMs: {},
     };
   } catch (err) {
@@ -221,7 +226,7 @@ async function waitAgent(lv: LibvirtClient, name: string, timeoutMs: number): Pr
 function human(r: DrRestoreResult): string {
   const p = r.primary.reachable ? `primary site: ${r.primary.images.map((i) => `${i.image} ${i.state}`).join(', ')}` : `primary site unreachable (${r.primary.why})`;
   const lines = [
-    `recovered on the DR site: ${r.domain.name} from ${r.from.workflowId} (${r.from.domain}, recorded ${r.from.recordedAt}), quiesced=${r.from.quiesced}`,
+    `recovered on the DR site${r.started ? '' : ' (defined, not started)'}: ${r.domain.name} from ${r.from.workflowId} (${r.from.domain}, recorded ${r.from.recordedAt}), quiesced=${r.from.quiesced}`,
     `  ${p}; promoted: ${r.promoted.map((x) => `${x.image}${x.already ? ' (already primary)' : x.force ? ' (forced)' : ''}`).join(', ')}`,
   ];
   for (const d of r.disks) lines.push(`  ${d.target}: ${d.disk} ← ${d.from}${d.sha256 ? ` sha256 ${d.sha256}` : ''}`);

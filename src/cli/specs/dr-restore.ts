@@ -23,6 +23,7 @@ quiesced as the run's record says it.`,
     pool: { type: 'string', arg: 'POOL', help: "the VM disks' pool on the DR site (default vms)" },
     force: { type: 'boolean', help: 'promote even though the primary images are still primary and reachable: both sites then take writes (split brain)' },
     verify: { type: 'boolean', help: "sha256 of each recovered disk before the VM starts, in the result" },
+    'no-start': { type: 'boolean', help: 'define the recovered VM but leave it shut off (promoted and cloned all the same)' },
     'ready-timeout': {
       type: 'string',
       arg: 'DURATION',
