@@ -19,14 +19,14 @@ describe('pool prerequisites of mirror enable', () => {
     expect(poolRefusal({ spec: 'vms', mode: 'image', peers: [peer({ direction: 'rx-tx' })] })).toBeUndefined();
   });
   it('mirroring disabled, or pool mode: refused with the command that sets image mode', () => {
-    expect(poolRefusal({ spec: 'vms', mode: 'disabled', peers: [] })).toContain('`rbd mirror pool enable vms image`');
-    expect(poolRefusal({ spec: 'vms/ns1', mode: 'pool', peers: [peer({})] })).toContain('`rbd mirror pool enable vms/ns1 image`');
+    expect(poolRefusal({ spec: 'vms', mode: 'disabled', peers: [] })?.fix).toContain('`rbd mirror pool enable vms image`');
+    expect(poolRefusal({ spec: 'vms/ns1', mode: 'pool', peers: [peer({})] })?.fix).toContain('`rbd mirror pool enable vms/ns1 image`');
   });
   it('no peer, only an rx-only one, or one whose rbd-mirror never registered: refused, naming the bootstrap commands', () => {
     for (const peers of [[], [peer({ direction: 'rx-only' })], [peer({ mirrorUuid: '' })]]) {
       const why = poolRefusal({ spec: 'vms', mode: 'image', peers });
-      expect(why).toContain('no peer site that pulls from it');
-      expect(why).toContain('rbd mirror pool peer bootstrap create');
+      expect(why?.problem).toContain('no peer site that pulls from it');
+      expect(why?.fix).toContain('rbd mirror pool peer bootstrap create');
     }
   });
 });

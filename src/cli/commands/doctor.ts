@@ -1,5 +1,6 @@
 import type { CheckResult } from '../doctor/check';
 import { checkCeph } from '../doctor/ceph-checks';
+import { checkDr } from '../doctor/dr-checks';
 import { checkLibvirt } from '../doctor/libvirt-checks';
 import { checkTemporal } from '../doctor/temporal-checks';
 import { configFrom } from '../config-flags';
@@ -27,7 +28,7 @@ export async function run(argv: string[]): Promise<number> {
   ]);
   const pools = [...new Set([imagePool, ...libvirt.sourcePools])];
   // The version first: a report pasted into a ticket says which vmsnap wrote it.
-  const checks = [ok('vmsnap', `version ${VERSION}`), ...temporal, ...libvirt.checks, ...(await checkCeph(config, pools))];
+  const checks = [ok('vmsnap', `version ${VERSION}`), ...temporal, ...libvirt.checks, ...(await checkCeph(config, pools)), ...(await checkDr(config, libvirt.rbdDisks))];
 
   const failed = checks.filter((c) => c.status === 'fail');
   const code = doctorExitCode(checks);

@@ -64,7 +64,7 @@ async function change(config: Config, op: 'enable' | 'disable', domain: string, 
       const refusals: string[] = [];
       for (const io of ios.values()) {
         const why = poolRefusal(await readPoolMirroring(io));
-        if (why) refusals.push(why);
+        if (why) refusals.push(`${why.problem}: ${why.fix}`);
       }
       if (refusals.length) throw new CliError(`mirror enable ${domain} refused, nothing changed: ${refusals.join('; ')}`, Exit.badInput, 'MirrorPoolNotReady');
     }

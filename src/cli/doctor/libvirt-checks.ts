@@ -16,6 +16,16 @@ export interface LibvirtFindings {
   checks: CheckResult[];
   /** Pools holding the checked domains' RBD disks, for the Ceph checks. */
   sourcePools: string[];
+  /** The checked domains' RBD disks, for the DR checks. */
+  rbdDisks: DomainRbdDisk[];
+}
+
+export interface DomainRbdDisk {
+  domain: string;
+  target: string;
+  pool: string;
+  namespace: string;
+  image: string;
 }
 
 /**
@@ -28,20 +38,21 @@ export async function checkLibvirt(config: Config, opts: { domains?: string[]; a
   try {
     lv = await within(10_000, 'connect', LibvirtClient.connect({ uri, callTimeoutMs: 10_000 }));
   } catch (err) {
-    return { checks: [connectFailed('libvirt', uri, err)], sourcePools: [] };
+    return { checks: [connectFailed('libvirt', uri, err)], sourcePools: [], rbdDisks: [] };
   }
   try {
     const checks: CheckResult[] = [];
     const pools = new Set<string>();
+    const rbdDisks: DomainRbdDisk[] = [];
     let doms: DomainRef[];
     try {
       doms = opts.domains?.length ? await lookup(lv, opts.domains, checks) : await lv.listDomains();
     } catch (err) {
-      return { checks: [fail('libvirt', `connected to ${uri} but cannot list domains: ${messageOf(err)}`, 'check libvirt access rights for this user')], sourcePools: [] };
+      return { checks: [fail('libvirt', `connected to ${uri} but cannot list domains: ${messageOf(err)}`, 'check libvirt access rights for this user')], sourcePools: [], rbdDisks: [] };
     }
     checks.unshift(ok('libvirt', `connected to ${uri}; ${doms.length} domain(s) to check`), await checkReadOnly(config), await checkGuard(config));
-    for (const dom of doms) checks.push(...(await checkDomain(lv, dom, opts.agentTimeoutSec, pools)));
-    return { checks, sourcePools: [...pools].sort() };
+    for (const dom of doms) checks.push(...(await checkDomain(lv, dom, opts.agentTimeoutSec, pools, rbdDisks)));
+    return { checks, sourcePools: [...pools].sort(), rbdDisks };
   } finally {
     await lv.close();
   }
@@ -97,12 +108,15 @@ async function lookup(lv: LibvirtClient, names: string[], checks: CheckResult[])
   return out;
 }
 
-async function checkDomain(lv: LibvirtClient, dom: DomainRef, agentTimeoutSec: number, pools: Set<string>): Promise<CheckResult[]> {
+async function checkDomain(lv: LibvirtClient, dom: DomainRef, agentTimeoutSec: number, pools: Set<string>, rbdDisks: DomainRbdDisk[]): Promise<CheckResult[]> {
   let info;
   try {
     info = parseDomainXml(await lv.getDomainXml(dom));
   } catch (err) {
     return [fail(`domain ${dom.name}`, `cannot read its XML: ${messageOf(err)}`, 'check libvirt access rights')];
+  }
+  for (const d of info.disks) {
+    if (d.device === 'disk' && d.rbd) rbdDisks.push({ domain: dom.name, target: d.target, pool: d.rbd.pool, namespace: d.rbd.namespace ?? '', image: d.rbd.image });
   }
   return [await checkAgent(lv, dom, info.hasAgentChannel, agentTimeoutSec), checkDisks(dom.name, info.disks, pools)];
 }

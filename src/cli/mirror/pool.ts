@@ -21,19 +21,33 @@ export async function readPoolMirroring(io: IoCtx): Promise<PoolMirroring> {
   return { spec, mode, peers: mode === 'disabled' ? [] : await listMirrorPeers(io) };
 }
 
+/** What is missing on a pool, and the Ceph command(s) that set it up. */
+export interface PoolProblem {
+  problem: string;
+  fix: string;
+}
+
 /**
  * Why the pool is not ready for `vmsnap mirror enable`, with the Ceph command that fixes it; undefined
  * when it is. A peer that pulls from this side is one whose rbd-mirror registered here (`tx-only`,
  * or `rx-tx` for two-way mirroring); an `rx-only` entry is this side pulling from another.
  */
-export function poolRefusal(p: PoolMirroring): string | undefined {
-  if (p.mode === 'disabled') return `pool ${p.spec} does not mirror (mirror mode disabled): run \`rbd mirror pool enable ${p.spec} image\` on this cluster and peer it with the DR site (docs/dr.md#setting-it-up)`;
+export function poolRefusal(p: PoolMirroring): PoolProblem | undefined {
+  if (p.mode === 'disabled') {
+    return { problem: `pool ${p.spec} does not mirror (mirror mode disabled)`, fix: `run \`rbd mirror pool enable ${p.spec} image\` on this cluster and peer it with the DR site (docs/dr.md#setting-it-up)` };
+  }
   if (p.mode !== 'image') {
-    return `pool ${p.spec} mirrors in '${p.mode}' mode (every journaled image, journal mode); vmsnap mirrors chosen images in snapshot mode and needs 'image' mode: \`rbd mirror pool enable ${p.spec} image\` (decide for the whole pool first: it changes what the other images do)`;
+    return {
+      problem: `pool ${p.spec} mirrors in '${p.mode}' mode (every journaled image, journal mode); vmsnap mirrors chosen images in snapshot mode and needs 'image' mode`,
+      fix: `\`rbd mirror pool enable ${p.spec} image\` (decide for the whole pool first: it changes what the other images do)`,
+    };
   }
   if (!p.peers.some(pulls)) {
     const rx = p.peers.filter((x) => x.direction === 'rx-only').map((x) => x.siteName || x.uuid);
-    return `pool ${p.spec} has no peer site that pulls from it${rx.length ? ` (only rx-only: ${rx.join(', ')})` : ''}: \`rbd mirror pool peer bootstrap create --site-name SITE ${p.spec}\` here, \`rbd mirror pool peer bootstrap import --site-name DR-SITE --direction rx-only ${p.spec} TOKEN\` on the DR cluster, and rbd-mirror running there (docs/dr.md#setting-it-up)`;
+    return {
+      problem: `pool ${p.spec} has no peer site that pulls from it${rx.length ? ` (only rx-only: ${rx.join(', ')})` : ''}`,
+      fix: `\`rbd mirror pool peer bootstrap create --site-name SITE ${p.spec}\` here, \`rbd mirror pool peer bootstrap import --site-name DR-SITE --direction rx-only ${p.spec} TOKEN\` on the DR cluster, and rbd-mirror running there (docs/dr.md#setting-it-up)`,
+    };
   }
   return undefined;
 }

@@ -8,7 +8,10 @@ export const DOCTOR = {
   about: `Checks what a snapshot needs, one line per check with OK, WARN or FAIL and how to fix it:
   Temporal reachable, namespace, vmsnap's search attributes, a worker on this host's queue;
   libvirt reachable; each running domain's guest agent (guest-ping) and its disks (RBD or not);
-  Ceph reachable with the configured id and keyring; the image pool and the disks' pools open.`,
+  Ceph reachable with the configured id and keyring; the image pool and the disks' pools open;
+  with a DR site configured (drCeph): it answers, the disks' pools mirror in image mode with a
+  peer, its rbd-mirror is running, and each disk mirrors in snapshot mode with a copy there that
+  rbd-mirror replays.`,
   options: {
     fix: { type: 'boolean', help: 'register missing search attributes, as `vmsnap setup` does' },
     domain: { type: 'string', multiple: true, arg: 'D', help: 'check only this domain; default: every running domain' },
