@@ -9,7 +9,8 @@ import { RESTORE_POINT_VERSION } from '../src/model/restore-point';
 import type { MirrorRequest } from '../src/model/types';
 import { restorePointMac } from '../src/restore/record-mac';
 import type { ActivityDeps } from './deps';
-import { during } from './step-error';
+import { isNoDomain } from '../src/libvirt';
+import { during, StepError } from './step-error';
 
 /**
  * DR mode, before the mirror snapshots: the DR point record (src/model/dr-point.ts) on every disk's
@@ -24,7 +25,16 @@ export async function recordDrPoints(deps: ActivityDeps, req: MirrorRequest): Pr
   if (!r || !req.disks.length) return;
   const snap = req.disks[0]!.snap;
   const lv = await deps.libvirtReadOnly();
-  const dom = await during(`look up domain ${r.domain.uuid}`, () => lv.lookupDomainByUuid(r.domain.uuid));
+  let dom;
+  try {
+    dom = await lv.lookupDomainByUuid(r.domain.uuid);
+  } catch (err) {
+    // Migrated away since the window: its definition is not read here. The DR point is on the DR
+    // site all the same, without a record dr-restore could use; the run says nothing more of it.
+    if (!isNoDomain(err)) throw new StepError(`look up domain ${r.domain.uuid}`, err);
+    deps.log.warn('DR point record not written: the domain is no longer defined on this host (migrated?)', { domain: r.domain.name, snap });
+    return;
+  }
   const domainXml = await during('read domain XML', () => lv.getDomainXml(dom, { inactive: true }));
   const record: Omit<DrPoint, 'v' | 'mac'> = {
     ...r,
