@@ -15,7 +15,12 @@ import {
 } from '@temporalio/workflow';
 import type { ChildWorkflowHandle } from '@temporalio/workflow';
 import { FailureType } from '../src/model/failures';
+import type { LimitRequest } from '../src/model/limits';
 import { lockWorkflowId } from '../src/model/naming';
+import { limitRequestSignal, tell } from './fleet-limit';
+import type { LimitAnswer } from './fleet-limit';
+import { answerHolderProbes, stillRuns } from './holder';
+import { takeSoleTurn } from './limits';
 
 export const releaseLock = defineSignal('release');
 /** Release only if held for this workflow id: a run replaced by Reset can no longer release its lock itself. */
@@ -26,8 +31,6 @@ export const releaseLockFor = defineSignal<[{ workflowId: string }]>('release-fo
  * new run fails before it takes them back, nobody else would ever release them.
  */
 export const checkHolder = defineSignal('check-holder');
-/** What a lock sends its holder run to learn whether it still runs; the holder does nothing with it. */
-export const holderProbe = defineSignal('lock-holder-probe');
 
 /**
  * Holds a domain for one snapshot run or in-place restore. A child workflow with an id derived from the domain UUID:
@@ -48,35 +51,31 @@ export async function domainLock(holder: { workflowId: string; runId: string }):
   setHandler(checkHolder, () => {
     checks++;
   });
+  // Since vmsnap-one-mutex the lock is a limit of the same workflow id (fleet-limit.ts), whose
+  // runs ask by a limit request; while one of these is running they are told here.
+  const asks: LimitRequest[] = [];
+  setHandler(limitRequestSignal, (r) => {
+    asks.push(r);
+  });
   while (!released) {
-    await condition(() => released || checks > 0);
+    await condition(() => released || checks > 0 || asks.length > 0);
     if (released) break;
     checks = 0;
-    // Fenced by run id: only the very run that took the lock keeps it, and a closed run can act no more.
-    if (!(await stillRuns(holder))) {
+    const asked = asks.splice(0);
+    // Fenced by run id: only the very run that took the lock keeps it, and a closed run can act
+    // no more. A request of the holder's own workflow id comes from the run a Reset made.
+    if (asked.some((a) => a.workflowId === holder.workflowId) || !(await stillRuns(holder))) {
       log.warn('lock holder run is closed; releasing', { holder: `${holder.workflowId}/${holder.runId}` });
       released = true;
     }
+    await answerAll(asked, released ? 'ended' : 'refused');
   }
+  await answerAll(asks, 'ended');
 }
 
-/**
- * Whether the holder run is still open: a signal to a closed run fails "not found". Any other
- * failure (a signal limit, the server) says nothing about the run, so the lock stays held.
- * Without a run id: whether any run of the workflow id is open (the one a Reset made included).
- */
-export async function stillRuns(holder: { workflowId: string; runId?: string }): Promise<boolean> {
-  try {
-    await getExternalWorkflowHandle(holder.workflowId, holder.runId).signal(holderProbe);
-    return true;
-  } catch (err) {
-    return !/not found/i.test(String((err as Error)?.message ?? err));
-  }
-}
-
-/** A run that holds locks answers their probes (a no-op: the delivery is the answer). */
-export function answerHolderProbes(): void {
-  setHandler(holderProbe, () => undefined);
+/** `ended`: this lock let go, ask again (the limit of the same id starts then). */
+async function answerAll(asked: LimitRequest[], answer: LimitAnswer): Promise<void> {
+  for (const a of asked) await tell(a, answer);
 }
 
 /**
@@ -100,8 +99,41 @@ export interface HeldLock {
   release(): Promise<void>;
 }
 
+/**
+ * The domain lock: a limit of one without a queue (workflows/limits.ts `takeSoleTurn`), the same
+ * primitive as the fleet limits, with their one Reset takeover and fencing rule. Refused at once
+ * while a live run holds it: DomainBusy. Histories from before took a `domainLock` child here
+ * (the legacy branch; it goes when 2026-12-06 leaves the support window, docs/versioning.md).
+ */
 export async function acquireDomainLock(domain: { name: string; uuid: string }, holder: { workflowId: string; runId: string }): Promise<HeldLock> {
   const lockId = lockWorkflowId(domain.uuid);
+  if (patched(ONE_MUTEX)) {
+    const turn = await takeSoleTurn(lockId, `lock on ${domain.name}, taken by ${holder.workflowId}`, LOCK_LEASE_MS);
+    if (turn === 'busy') throw domainBusy(domain.name, lockId);
+    return turn;
+  }
+  return legacyDomainLock(domain, lockId, holder);
+}
+
+const ONE_MUTEX = 'vmsnap-one-mutex';
+/**
+ * How long the lock stands before it asks whether its holder still runs (a probe signal in the
+ * holder's history). Only a holder closed without releasing needs it (a terminated run, one a
+ * Reset replaced); a contender's request looks at once, so it only bounds how long such a lock
+ * keeps running with nobody asking.
+ */
+const LOCK_LEASE_MS = 300_000;
+
+function domainBusy(name: string, lockId: string): ApplicationFailure {
+  return ApplicationFailure.nonRetryable(
+    `another vmsnap run of ${name} (a snapshot or an in-place restore) is in progress (lock workflow ${lockId}); ` +
+      'only one runs per VM at a time — retry when it finishes',
+    FailureType.DomainBusy,
+  );
+}
+
+/** Before vmsnap-one-mutex: a `domainLock` child whose id only one execution can hold. */
+async function legacyDomainLock(domain: { name: string; uuid: string }, lockId: string, holder: { workflowId: string; runId: string }): Promise<HeldLock> {
   answerHolderProbes();
   const start = () =>
     // Started outside the caller's cancellation scope: cancelling the snapshot run must not
@@ -118,13 +150,7 @@ export async function acquireDomainLock(domain: { name: string; uuid: string }, 
   try {
     return heldLock(await startOrTakeBack(lockId, holder, start), lockId, holder);
   } catch (err) {
-    if (err instanceof WorkflowExecutionAlreadyStartedError) {
-      throw ApplicationFailure.nonRetryable(
-        `another vmsnap run of ${domain.name} (a snapshot or an in-place restore) is in progress (lock workflow ${lockId}); ` +
-          'only one runs per VM at a time — retry when it finishes',
-        FailureType.DomainBusy,
-      );
-    }
+    if (err instanceof WorkflowExecutionAlreadyStartedError) throw domainBusy(domain.name, lockId);
     throw err;
   }
 }

@@ -1,12 +1,16 @@
 import { condition, continueAsNew, defineQuery, defineSignal, getExternalWorkflowHandle, setHandler, workflowInfo } from '@temporalio/workflow';
-import { emptyLimit, grant, nextLeaseEnd, nextTurn, pastLease, releaseTurn, renewLease, requestTurn } from '../src/model/limits';
+import { emptyLimit, grant, heldFromStart, nextLeaseEnd, nextTurn, pastLease, releaseTurn, renewLease, requestTurn } from '../src/model/limits';
 import type { LimitRequest, LimitState } from '../src/model/limits';
-import { stillRuns } from './domain-lock';
+import { stillRuns } from './holder';
 
 export const limitRequestSignal = defineSignal<[LimitRequest]>('limitRequest');
 export const limitReleaseSignal = defineSignal<[{ ticket: string }]>('limitRelease');
-/** Sent to the asking run: its turn came (`granted`), or the queue is full (`refused`). */
-export const limitAnswerSignal = defineSignal<[{ ticket: string; answer: 'granted' | 'refused' }]>('limitAnswer');
+/**
+ * Sent to the asking run: its turn came (`granted`), or the queue is full or takes no waiters
+ * (`refused`); `ended`: a legacy domain lock let go without deciding (workflows/domain-lock.ts): ask again.
+ */
+export type LimitAnswer = 'granted' | 'refused' | 'ended';
+export const limitAnswerSignal = defineSignal<[{ ticket: string; answer: LimitAnswer }]>('limitAnswer');
 export const limitStateQuery = defineQuery<LimitState>('limitState');
 
 /**
@@ -15,10 +19,11 @@ export const limitStateQuery = defineQuery<LimitState>('limitState');
  * are answered by signal when their turn comes, oldest first; nobody polls. A grant past its lease
  * is kept while its holder run still runs (a closed run, however it ended, lets go), so the
  * limit holds at every moment and nothing leaks. Idle for IDLE_MS it ends; the next request starts
- * it again (workflows/limits.ts).
+ * it again (workflows/limits.ts). A VM's domain lock is one too (`vmsnap-lock-<uuid>`, n = 1, no
+ * queue, idle 0): `granted` is the run whose start of the limit was its grant.
  */
-export async function fleetLimit(init: { state?: LimitState; requests?: LimitRequest[]; tuning?: LimitTuning } = {}): Promise<void> {
-  const s: LimitState = init.state ?? emptyLimit();
+export async function fleetLimit(init: { state?: LimitState; requests?: LimitRequest[]; granted?: LimitRequest; tuning?: LimitTuning } = {}): Promise<void> {
+  const s: LimitState = init.state ?? (init.granted ? heldFromStart(init.granted, Date.now()) : emptyLimit());
   const { idleMs = IDLE_MS, maxEvents = MAX_EVENTS } = init.tuning ?? {};
   let inbox: LimitRequest[] = [...(init.requests ?? [])];
   let released = 0;
@@ -62,9 +67,17 @@ function settle(s: LimitState, inbox: LimitRequest[]): Promise<void>[] {
   const answers: Promise<void>[] = [];
   for (let r = inbox.shift(); r; r = inbox.shift()) {
     const req = r;
+    // A lock (a request that does not wait) asking an idle one: it is ending, and its end is
+    // awaited by the run that started it, so it serves nobody new: that run starts its own.
+    if (req.queue === false && !s.held.length && !s.queue.length) {
+      answers.push(tell(req, 'ended').then(() => undefined));
+      continue;
+    }
     const out = requestTurn(s, req);
+    // 'taken' (a request that does not wait): refused only once every holder was found running.
+    if (out === 'taken') answers.push(letClosedHoldersGo(s).then(() => (requestTurn(s, req) === 'taken' ? tell(req, 'refused').then(() => undefined) : undefined)));
     // 'held': a repeated request whose grant is standing; telling again costs one signal.
-    if (out !== 'queued') answers.push(tell(req, out === 'held' ? 'granted' : 'refused').then(() => undefined));
+    else if (out !== 'queued') answers.push(tell(req, out === 'held' ? 'granted' : 'refused').then(() => undefined));
   }
   for (let r = nextTurn(s); r; r = nextTurn(s)) {
     const req = r;
@@ -88,8 +101,19 @@ function settle(s: LimitState, inbox: LimitRequest[]): Promise<void>[] {
   return answers;
 }
 
+/** Each grant whose holder has no open run (by workflow id, as past a lease) ends. */
+async function letClosedHoldersGo(s: LimitState): Promise<void> {
+  await Promise.all(
+    s.held.map((h) =>
+      stillRuns({ workflowId: h.workflowId }).then((runs) => {
+        if (!runs) releaseTurn(s, h.ticket);
+      }),
+    ),
+  );
+}
+
 /** A signal to a closed run fails "not found": that run is gone and can hold nothing. */
-async function tell(req: LimitRequest, answer: 'granted' | 'refused'): Promise<boolean> {
+export async function tell(req: LimitRequest, answer: LimitAnswer): Promise<boolean> {
   try {
     await getExternalWorkflowHandle(req.workflowId, req.runId).signal(limitAnswerSignal, { ticket: req.ticket, answer });
     return true;

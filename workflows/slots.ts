@@ -2,7 +2,8 @@ import { ApplicationFailure, WorkflowExecutionAlreadyStartedError, WorkflowIdReu
 import { CancellationScope, ParentClosePolicy, getExternalWorkflowHandle, patched, sleep, startChild } from '@temporalio/workflow';
 import { FailureType } from '../src/model/failures';
 import { slotWorkflowId } from '../src/model/naming';
-import { answerHolderProbes, checkHolder, domainLock, HOLDER_CHECK, isResetRun, releaseLock, releaseLockFor } from './domain-lock';
+import { checkHolder, domainLock, HOLDER_CHECK, isResetRun, releaseLock, releaseLockFor } from './domain-lock';
+import { answerHolderProbes } from './holder';
 
 export interface HeldSlot {
   slot: number;

@@ -2,10 +2,12 @@
  * A fleet limit (freeze windows per host, snapshots per Ceph cluster) as one FIFO queue per
  * scope, held by a limit workflow (workflows/fleet-limit.ts). A run asks once and is told when its
  * turn comes (a signal): nobody polls, the oldest waiter is served first, and the limit's own
- * workflow sees only the runs of its scope. Pure: the workflow and its tests share this.
+ * workflow sees only the runs of its scope. A VM's domain lock is the same limit with n = 1 and
+ * no queue. Pure: the workflow and its tests share this.
  */
 
-export type LimitKind = 'window' | 'snap';
+/** `lock`: a VM's domain lock, a limit of one without a queue (workflows/domain-lock.ts). */
+export type LimitKind = 'window' | 'snap' | 'lock';
 
 export interface LimitHolder {
   workflowId: string;
@@ -19,6 +21,11 @@ export interface LimitHolder {
 export interface LimitRequest extends LimitHolder {
   /** The limit as the asking host's configuration has it; the latest request's value applies. */
   n: number;
+  /**
+   * `false`: this request does not wait. When no grant is free it is refused at once (after the
+   * limit has looked whether its holders still run), never queued. The domain lock asks so.
+   */
+  queue?: boolean;
 }
 
 export interface LimitState {
@@ -50,11 +57,25 @@ export function limitTicket(firstRunId: string, kind: LimitKind): string {
 }
 
 /**
+ * A limit started by its first request, which holds its grant from the start: a limit without a
+ * queue is granted by starting it (the start fails while it runs: one open execution per id).
+ */
+export function heldFromStart(req: LimitRequest, now: number): LimitState {
+  const s: LimitState = { n: req.n, queue: [], held: [] };
+  grant(s, req, now);
+  return s;
+}
+
+/**
  * Adds a request. A request of a workflow id whose earlier run is in the queue or holds a grant
  * replaces that run: only one run of a workflow id is open at a time (a Reset, a retry after a
  * worker crash), so the earlier one can neither use nor release what it had.
+ *
+ * `taken`: a request that does not queue (`queue: false`) found every grant held (or promised
+ * to one in line). The limit looks whether the holders still run, lets the closed ones go and
+ * asks again; `taken` then is the refusal.
  */
-export function requestTurn(s: LimitState, req: LimitRequest): 'queued' | 'held' | 'full' {
+export function requestTurn(s: LimitState, req: LimitRequest): 'queued' | 'held' | 'full' | 'taken' {
   if (!Number.isInteger(req.n) || req.n < 1) throw new RangeError(`limit must be a positive integer, got ${req.n}`);
   s.n = req.n;
   const replaced = (e: LimitHolder) => e.workflowId === req.workflowId && e.runId !== req.runId;
@@ -62,6 +83,7 @@ export function requestTurn(s: LimitState, req: LimitRequest): 'queued' | 'held'
   s.held = s.held.filter((e) => !replaced(e));
   if (s.held.some((e) => e.ticket === req.ticket)) return 'held';
   if (s.queue.some((e) => e.ticket === req.ticket)) return 'queued';
+  if (req.queue === false && s.held.length + s.queue.length >= s.n) return 'taken';
   if (s.queue.length >= MAX_WAITERS) return 'full';
   s.queue.push(req);
   return 'queued';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_WAITERS, emptyLimit, grant, nextLeaseEnd, nextTurn, pastLease, releaseTurn, renewLease, requestTurn } from '../../src/model/limits';
+import { MAX_WAITERS, emptyLimit, grant, heldFromStart, nextLeaseEnd, nextTurn, pastLease, releaseTurn, renewLease, requestTurn } from '../../src/model/limits';
 import type { LimitRequest } from '../../src/model/limits';
 
 const req = (i: number, over: Partial<LimitRequest> = {}): LimitRequest => ({ workflowId: `run-${i}`, runId: `r${i}`, ticket: `r${i}/window`, leaseMs: 1000, n: 2, ...over });
@@ -66,5 +66,45 @@ describe('a fleet limit queue', () => {
     renewLease(s, 'r1/window', 1100);
     expect(pastLease(s, 1100)).toEqual([]);
     expect(nextLeaseEnd(s)).toBe(2100);
+  });
+});
+
+describe('a limit without a queue (the domain lock: n = 1)', () => {
+  const lock = (i: number, over: Partial<LimitRequest> = {}): LimitRequest => ({ ...req(i, { n: 1, ticket: `r${i}/lock` }), queue: false, ...over });
+
+  it('its start is its first grant; while held, another workflow id is refused at once, never queued', () => {
+    const s = heldFromStart(lock(1), 100);
+    expect(s.held.map((h) => h.workflowId)).toEqual(['run-1']);
+    expect(nextLeaseEnd(s)).toBe(1100);
+    expect(requestTurn(s, lock(2))).toBe('taken');
+    expect(s.queue).toEqual([]);
+    expect(requestTurn(s, lock(1))).toBe('held');
+  });
+
+  it('once the holder let go (released, or found closed) the next request is granted', () => {
+    const s = heldFromStart(lock(1), 0);
+    releaseTurn(s, 'r1/lock');
+    expect(requestTurn(s, lock(2))).toBe('queued');
+    expect(grantAll(s)).toEqual(['run-2']);
+    // A second asker in the same moment finds the grant promised to the first: refused.
+    const t = heldFromStart(lock(1), 0);
+    releaseTurn(t, 'r1/lock');
+    expect(requestTurn(t, lock(2))).toBe('queued');
+    expect(requestTurn(t, lock(3))).toBe('taken');
+    expect(grantAll(t)).toEqual(['run-2']);
+  });
+
+  it('a run a Reset made (same workflow id and ticket, another run id) takes its replaced run’s grant back', () => {
+    const s = heldFromStart(lock(1), 0);
+    expect(requestTurn(s, lock(1, { runId: 'r1-reset' }))).toBe('queued');
+    expect(s.held).toEqual([]);
+    expect(grantAll(s)).toEqual(['run-1']);
+    expect(s.held.map((h) => [h.runId, h.ticket])).toEqual([['r1-reset', 'r1/lock']]);
+    expect(requestTurn(s, lock(2))).toBe('taken');
+  });
+
+  it('a request that queues still queues behind the held grant', () => {
+    const s = heldFromStart(lock(1), 0);
+    expect(requestTurn(s, lock(2, { queue: true }))).toBe('queued');
   });
 });

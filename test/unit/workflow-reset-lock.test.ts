@@ -62,6 +62,8 @@ describe('a Reset whose new run fails before the lock', () => {
     const next = await laneOf().start(h, { quiesce: 'require', ...keepSnapshot }, { workflowId: `snap-${h.domain.name}-next` });
     const r = await next.result();
     expect(r).toMatchObject({ quiesced: true });
+    // Given back by a signal the run waits to be delivered, not for the lock's end: a moment later.
+    for (let i = 0; i < 50 && (await laneOf().lockState(h)) === 'RUNNING'; i++) await new Promise((ok) => setTimeout(ok, 100));
     expect(await laneOf().lockState(h)).toBe('COMPLETED');
     // Its turns of the fleet limits: let go once the limit found the replaced run closed.
     expect(await turnsHeldBy(laneOf().client, first.workflowId)).toEqual([]);
