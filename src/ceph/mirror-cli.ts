@@ -1,7 +1,5 @@
-import { execFile } from 'node:child_process';
-import { constants } from 'node:os';
-import { RbdError } from './errors';
 import type { OmapCliOptions } from './omap-cli';
+import { rbdCli } from './rbd-status-cli';
 import type { ImageLocation } from './rbd-status-cli';
 
 /*
@@ -11,24 +9,6 @@ import type { ImageLocation } from './rbd-status-cli';
  * promotion/demotion on a DR site (rbd_mirror_image_promote/demote), asked rarely, by one CLI.
  */
 
-const { EIO, ETIMEDOUT } = constants.errno;
-
-function rbd(o: OmapCliOptions, args: string[], what: string): Promise<string> {
-  const timeout = o.timeoutMs ?? 10_000;
-  const argv: string[] = [];
-  if (o.conf) argv.push('-c', o.conf);
-  if (o.id) argv.push('--id', o.id);
-  if (o.keyring) argv.push('--keyring', o.keyring);
-  argv.push('--client-mount-timeout', String(Math.max(1, Math.ceil(timeout / 1000))), ...args);
-  return new Promise((resolve, reject) => {
-    execFile('rbd', argv, { timeout, killSignal: 'SIGKILL', maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
-      if (!err) return resolve(stdout);
-      if (err.killed || err.signal === 'SIGKILL') return reject(new RbdError(ETIMEDOUT, what));
-      const m = /: \((\d+)\) /.exec(stderr);
-      reject(new RbdError(m ? Number(m[1]) : EIO, what, { cause: new Error(stderr.trim() || err.message) }));
-    });
-  });
-}
 
 function spec(d: ImageLocation): string {
   return `${d.pool}/${d.namespace ? `${d.namespace}/` : ''}${d.image}`;
@@ -36,12 +16,12 @@ function spec(d: ImageLocation): string {
 
 /** rbd_metadata_set through `rbd image-meta set` (the value goes as an argument: no secrets in it). */
 export async function setImageMetaCli(o: OmapCliOptions, d: ImageLocation, key: string, value: string): Promise<void> {
-  await rbd(o, ['image-meta', 'set', spec(d), key, value], `rbd image-meta set ${spec(d)} ${key}`);
+  await rbdCli(o, ['image-meta', 'set', spec(d), key, value], `rbd image-meta set ${spec(d)} ${key}`);
 }
 
 /** rbd_metadata_remove through `rbd image-meta remove`. */
 export async function removeImageMetaCli(o: OmapCliOptions, d: ImageLocation, key: string): Promise<void> {
-  await rbd(o, ['image-meta', 'remove', spec(d), key], `rbd image-meta remove ${spec(d)} ${key}`);
+  await rbdCli(o, ['image-meta', 'remove', spec(d), key], `rbd image-meta remove ${spec(d)} ${key}`);
 }
 
 /**
@@ -50,10 +30,10 @@ export async function removeImageMetaCli(o: OmapCliOptions, d: ImageLocation, ke
  * promotes a copy whose primary is lost (or still primary: a split brain).
  */
 export async function promoteImageCli(o: OmapCliOptions, d: ImageLocation, force: boolean): Promise<void> {
-  await rbd(o, ['mirror', 'image', 'promote', ...(force ? ['--force'] : []), spec(d)], `rbd mirror image promote${force ? ' --force' : ''} ${spec(d)}`);
+  await rbdCli(o, ['mirror', 'image', 'promote', ...(force ? ['--force'] : []), spec(d)], `rbd mirror image promote${force ? ' --force' : ''} ${spec(d)}`);
 }
 
 /** rbd_mirror_image_demote through `rbd mirror image demote`. */
 export async function demoteImageCli(o: OmapCliOptions, d: ImageLocation): Promise<void> {
-  await rbd(o, ['mirror', 'image', 'demote', spec(d)], `rbd mirror image demote ${spec(d)}`);
+  await rbdCli(o, ['mirror', 'image', 'demote', spec(d)], `rbd mirror image demote ${spec(d)}`);
 }

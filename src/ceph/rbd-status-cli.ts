@@ -22,7 +22,8 @@ function specArgs(d: ImageLocation): string[] {
   return ['--pool', d.pool, ...(d.namespace ? ['--namespace', d.namespace] : []), '--image', d.image];
 }
 
-function rbd(o: OmapCliOptions, args: string[], what: string): Promise<string> {
+/** One bounded `rbd` CLI call (its own process and session, SIGKILLed at its deadline); every rbd CLI use goes through it. */
+export function rbdCli(o: OmapCliOptions, args: string[], what: string): Promise<string> {
   const timeout = o.timeoutMs ?? 10_000;
   const argv: string[] = [];
   if (o.conf) argv.push('-c', o.conf);
@@ -52,7 +53,7 @@ export async function imageWatchers(o: OmapCliOptions, d: ImageLocation): Promis
   const what = `rbd status ${d.pool}/${d.image}`;
   let out: string;
   try {
-    out = await rbd(o, ['--format', 'json', 'status', ...specArgs(d)], what);
+    out = await rbdCli(o, ['--format', 'json', 'status', ...specArgs(d)], what);
   } catch (err) {
     // A removed image has no watchers: nothing holds it open.
     if (err instanceof RbdError && err.errno === ENOENT) return [];
@@ -75,7 +76,7 @@ export async function imageLockers(o: OmapCliOptions, d: ImageLocation): Promise
   const what = `rbd lock ls ${d.pool}/${d.image}`;
   let out: string;
   try {
-    out = await rbd(o, ['--format', 'json', 'lock', 'ls', ...specArgs(d)], what);
+    out = await rbdCli(o, ['--format', 'json', 'lock', 'ls', ...specArgs(d)], what);
   } catch (err) {
     if (err instanceof RbdError && err.errno === ENOENT) return [];
     throw err;
@@ -100,7 +101,7 @@ export async function imageLockers(o: OmapCliOptions, d: ImageLocation): Promise
  */
 export async function removeImageCli(o: OmapCliOptions, d: ImageLocation): Promise<void> {
   try {
-    await rbd(o, ['rm', '--no-progress', ...specArgs(d)], `rbd rm ${d.pool}/${d.image}`);
+    await rbdCli(o, ['rm', '--no-progress', ...specArgs(d)], `rbd rm ${d.pool}/${d.image}`);
   } catch (err) {
     if (err instanceof RbdError && err.errno === ENOENT) return;
     throw err;
