@@ -46,8 +46,10 @@ describe('a snapshot-only run’s round trips', () => {
 
     const workflowTasks = events.filter((e) => Number(e.eventType) === EventType.WFT_COMPLETED).length;
     console.log(`snapshot-only run, ${h.disks.length} disks, 2 limits: ${events.length} history events, ${workflowTasks} workflow tasks; the lock's: ${JSON.stringify(lockCost(events))}`);
-    // Measured on main d8aae2e, before vmsnap-one-mutex (the lock a domainLock child): 91 events, 12 workflow tasks.
-    expect(workflowTasks).toBeLessThanOrEqual(12);
+    // Measured on main d8aae2e, before vmsnap-one-mutex (the lock a domainLock child): 91 events, 12
+    // workflow tasks. Events that reach the server close together share a task or not, by timing
+    // (the no-limits run below made 5 or 6 on the same machine minutes apart): one task of slack.
+    expect(workflowTasks).toBeLessThanOrEqual(13);
   });
 
   it('the domain lock, free: taken by starting its limit (no answer to wait for), given back by one signal, its end awaited as before', async () => {
@@ -64,8 +66,11 @@ describe('a snapshot-only run’s round trips', () => {
     const all = tasks(events);
     const releasedIn = all.findIndex((t) => t.some((e) => isLock(e.signalExternalWorkflowExecutionInitiatedEventAttributes?.workflowExecution?.workflowId)));
     expect(all.length - 1 - releasedIn, 'workflow tasks after the one that released the lock').toBeLessThanOrEqual(2);
-    // Measured on d8aae2e with the legacy lock: 50 events, 5 workflow tasks.
-    expect(workflowTasks).toBeLessThanOrEqual(5);
+    // With the legacy lock (d8aae2e, this case run there): 50 events / 5 tasks once under load, 53 / 6
+    // three times on the quiet machine; with this lock 52 / 5 under load, 55 / 6 there. Whether the
+    // lock's start and end share a task with the run's own events is timing; the lock's own cost is
+    // exact (lockCost above).
+    expect(workflowTasks).toBeLessThanOrEqual(6);
   });
 });
 
