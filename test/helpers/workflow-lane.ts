@@ -122,3 +122,18 @@ export function useWorkflowLane(): () => WorkflowLane {
     return lane;
   };
 }
+
+/** `temporal workflow reset --type FirstWorkflowTask`, through the API the CLI calls. */
+export async function resetToFirstTask(client: Client, workflowId: string): Promise<string> {
+  const old = client.workflow.getHandle(workflowId);
+  const { runId } = await old.describe();
+  const first = (await old.fetchHistory()).events!.find((e) => e.workflowTaskCompletedEventAttributes)!;
+  const { runId: newRunId } = await client.workflowService.resetWorkflowExecution({
+    namespace: 'default',
+    workflowExecution: { workflowId, runId },
+    workflowTaskFinishEventId: first.eventId,
+    reason: 'operator retry (unit)',
+    requestId: randomUUID(),
+  });
+  return newRunId!;
+}

@@ -7,7 +7,8 @@ import { lockWorkflowId } from '../../src/model/naming';
 import { FakeHost } from '../../support/fast/fake-host';
 import { failureOf } from '../helpers/failure-of';
 import { limitState } from '../helpers/limit-turns';
-import { useWorkflowLane } from '../helpers/workflow-lane';
+import { until } from '../helpers/until';
+import { resetToFirstTask, useWorkflowLane } from '../helpers/workflow-lane';
 
 /*
  * The domain lock as a use of the fleet limits' primitive (issue 29 #4, vmsnap-one-mutex): a
@@ -21,18 +22,9 @@ const laneOf = useWorkflowLane();
 const keepSnapshot = { target: { clone: false } } as const;
 const BUSY = /another vmsnap run of vm-[a-z0-9-]+ \(a snapshot or an in-place restore\) is in progress \(lock workflow vmsnap-lock-[0-9a-f-]+\); only one runs per VM at a time — retry when it finishes/;
 
-async function until<T>(what: string, probe: () => Promise<T | undefined | false>, ms = 15_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await probe().catch(() => undefined);
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
 
 const lockOf = (h: FakeHost) => lockWorkflowId(h.domain.uuid);
-const lockEnded = (h: FakeHost) => until(`${lockOf(h)} ended`, async () => (await laneOf().lockState(h)) === 'COMPLETED');
+const lockEnded = (h: FakeHost) => until(`${lockOf(h)} ended`, async () => (await laneOf().lockState(h)) === 'COMPLETED', 15_000, 100);
 const lockHolders = async (h: FakeHost) => (await limitState(laneOf().client, lockOf(h))).held.map((e) => e.workflowId);
 
 /** A second run of the VM under another workflow id; its result. */
@@ -100,7 +92,7 @@ describe('the domain lock, a limit of one without a queue', () => {
     const h = new FakeHost('vm-mutex-reset').hang('freezeGuest');
     const first = await holding(h);
     const [before] = (await limitState(laneOf().client, lockOf(h))).held;
-    const newRunId = await resetToFirstTask(first.workflowId);
+    const newRunId = await resetToFirstTask(laneOf().client, first.workflowId);
     const r = await laneOf().client.workflow.getHandle(first.workflowId, newRunId).result();
     expect(r.quiesced).toBe(true);
     expect(before!.workflowId).toBe(first.workflowId);
@@ -137,18 +129,3 @@ describe('a legacy domain lock (a domainLock child) under the same id', () => {
   });
 });
 
-/** `temporal workflow reset --type FirstWorkflowTask`, through the API the CLI calls. */
-async function resetToFirstTask(workflowId: string): Promise<string> {
-  const c = laneOf().client;
-  const old = c.workflow.getHandle(workflowId);
-  const { runId } = await old.describe();
-  const first = (await old.fetchHistory()).events!.find((e) => e.workflowTaskCompletedEventAttributes)!;
-  const { runId: newRunId } = await c.workflowService.resetWorkflowExecution({
-    namespace: 'default',
-    workflowExecution: { workflowId, runId },
-    workflowTaskFinishEventId: first.eventId,
-    reason: 'operator retry (unit)',
-    requestId: randomUUID(),
-  });
-  return newRunId!;
-}

@@ -7,6 +7,7 @@ import type { LimitRequest } from '../../src/model/limits';
 import { FakeHost } from '../../support/fast/fake-host';
 import { askTurn, holderRun, limitState } from '../helpers/limit-turns';
 import { useWorkflowLane } from '../helpers/workflow-lane';
+import { until as untilHelper } from '../helpers/until';
 
 /*
  * The fleet limits (issue 28): one FIFO queue workflow per scope, asked once by signal and
@@ -19,15 +20,8 @@ const FSID = '00000000-0000-4000-8000-0000000000f5'; // the fake host's cluster
 
 const state = limitState;
 
-async function until<T>(what: string, probe: () => Promise<T | undefined | false>, ms = 20_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await probe().catch(() => undefined);
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
+/** The shared poll (test/helpers/until.ts), every 100 ms for 20 s unless told. */
+const until = <T>(what: string, probe: () => Promise<T | undefined | false>, ms = 20_000): Promise<T> => untilHelper(what, probe, ms, 100);
 
 const holder = (client: Client, i: number, tag: string) => holderRun(client, `holder-${tag}-${i}`);
 

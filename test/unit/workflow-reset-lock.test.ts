@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
 import { FailureType } from '../../src/model/failures';
@@ -6,7 +5,7 @@ import { lockWorkflowId } from '../../src/model/naming';
 import { FakeHost } from '../../support/fast/fake-host';
 import { failureOf } from '../helpers/failure-of';
 import { turnsHeldBy } from '../helpers/limit-turns';
-import { useWorkflowLane } from '../helpers/workflow-lane';
+import { resetToFirstTask, useWorkflowLane } from '../helpers/workflow-lane';
 
 /*
  * Issue 25 #6 on the real workflow code: a Reset does not end the replaced run's domain lock and
@@ -32,28 +31,12 @@ async function status(workflowId: string): Promise<string> {
   return (await laneOf().client.workflow.getHandle(workflowId).describe()).status.name;
 }
 
-/** `temporal workflow reset --type FirstWorkflowTask`, through the API the CLI calls. */
-async function resetToFirstTask(workflowId: string): Promise<string> {
-  const c = laneOf().client;
-  const old = c.workflow.getHandle(workflowId);
-  const { runId } = await old.describe();
-  const first = (await old.fetchHistory()).events!.find((e) => e.workflowTaskCompletedEventAttributes)!;
-  const { runId: newRunId } = await c.workflowService.resetWorkflowExecution({
-    namespace: 'default',
-    workflowExecution: { workflowId, runId },
-    workflowTaskFinishEventId: first.eventId,
-    reason: 'operator retry (unit)',
-    requestId: randomUUID(),
-  });
-  return newRunId!;
-}
-
 describe('a Reset whose new run fails before the lock', () => {
   it('the next run of that VM is not DomainBusy, and the slots the replaced run held are free again', async () => {
     const h = hostWithLimits('vm-reset-1', 2).hang('freezeGuest');
     const first = await laneOf().start(h, { quiesce: 'require', ...keepSnapshot });
     await h.reached('freezeGuest'); // lock and both slots held, guest frozen
-    const newRunId = await resetToFirstTask(first.workflowId);
+    const newRunId = await resetToFirstTask(laneOf().client, first.workflowId);
     const f = await failureOf(laneOf().client.workflow.getHandle(first.workflowId, newRunId).result());
     expect(f.type).toBe(FailureType.DomainNotRunning);
     // What the reset left: the replaced run's lock, still running.
