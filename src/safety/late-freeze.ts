@@ -33,6 +33,20 @@ export async function anotherRunsWindow(
   try {
     const dom = await lv.lookupDomainByUuid(watch.domainUuid);
     if ((await lv.fsFreezeStatus(dom, watch.agentTimeoutSec, { timeoutMs: watch.agentTimeoutSec * 1000 + 2000 })) !== 'frozen') return undefined;
+  } catch {
+    return undefined;
+  }
+  return recordedOtherWindow(watch, obligations, clockSkewMs);
+}
+
+/** The same question for a caller that has just seen the guest frozen itself (the watch's watchdog). */
+export async function recordedOtherWindow(
+  watch: WatchedFreeze,
+  obligations: { read(domainUuid: string): Promise<FreezeObligation | undefined> } | undefined,
+  clockSkewMs: number,
+): Promise<FreezeObligation | undefined> {
+  if (!obligations) return undefined;
+  try {
     const open = await obligations.read(watch.domainUuid);
     return judgeLateFreeze(open, watch.freezeId, Date.now(), clockSkewMs) === 'leave' ? open : undefined;
   } catch {

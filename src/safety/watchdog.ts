@@ -18,7 +18,7 @@ import { LibvirtClient } from '../libvirt';
 import { monoMs } from '../host/clock';
 import { FreezeJournal, firedMarkerPath } from './freeze-journal';
 import { thawAndConfirm } from './thaw-confirm';
-import { anotherRunsWindow } from './late-freeze';
+import { recordedOtherWindow } from './late-freeze';
 import { ObligationStore } from './obligation-store';
 import type { WatchdogArgs } from './watchdog-args';
 
@@ -62,7 +62,7 @@ async function main(argv: string[]): Promise<number> {
         const c = await libvirt();
         const dom = await c.lookupDomainByUuid(a.domainUuid);
         if ((await c.fsFreezeStatus(dom, a.agentTimeoutSec)) === 'frozen') {
-          const other = await anotherRunsWindow(c, a, obligations, a.clockSkewMs ?? 1000);
+          const other = await recordedOtherWindow(a, obligations, a.clockSkewMs ?? 1000);
           if (other) {
             if (left !== other.freezeId) await log("another run's freeze window; left to its guard, still watching", { otherFreezeId: other.freezeId, otherOwner: other.owner });
             left = other.freezeId;
