@@ -17,6 +17,13 @@ import { during } from './step-error';
 /** How often the DR site is looked at: the RPO a run reports is late by at most this (plus one look). */
 export const MIRROR_POLL_MS = 250;
 
+/**
+ * Bound on one look at one image on the DR site: a DR cluster that stopped answering (its monitors
+ * and OSDs unreachable) must not stall the wait past waitMs nor its heartbeats; a look abandoned
+ * finishes (and closes its image) on its own when the cluster answers again.
+ */
+export const MIRROR_LOOK_TIMEOUT_MS = 10_000;
+
 /** Bound on reading the disks' mirroring through their snapshotter lane (reads, no lock involved). */
 const MIRROR_STATE_TIMEOUT_MS = 10_000;
 
@@ -55,7 +62,10 @@ export async function checkMirroring(deps: ActivityDeps, disks: InspectedDisk[],
   }
   const pools = new Map(rbd.map((d) => [`${d.rbd.pool}/${d.rbd.namespace ?? ''}`, d.rbd]));
   for (const [spec, at] of pools) {
-    await during(`open pool ${spec} on the DR site`, () => dr.ioctx(at.pool, at.namespace), { type: FailureType.MirrorUnavailable, nonRetryable: false });
+    const opened = await during(`open pool ${spec} on the DR site`, () => bounded(MIRROR_LOOK_TIMEOUT_MS, () => dr.ioctx(at.pool, at.namespace)), { type: FailureType.MirrorUnavailable, nonRetryable: false });
+    if (opened === undefined) {
+      throw ApplicationFailure.nonRetryable(`the DR site did not answer within ${MIRROR_LOOK_TIMEOUT_MS} ms (opening pool ${spec} there); nothing was frozen`, FailureType.MirrorUnavailable);
+    }
   }
 }
 
@@ -137,11 +147,24 @@ export function mirrorToDrSite(deps: ActivityDeps) {
     const disks = req.disks.map((d, i) => ({ ...d, mirrorSnapId: taken.snapIds.get(requests[i]!)! }));
     const copied = new Map<string, { drMirrorSnapId: number; carriedBy: number; at: number }>();
     const where: Record<string, string> = {};
+    /** Looks that got no answer in a row: a DR site that never answered is not "not copied yet". */
+    let unanswered = 0;
     for (;;) {
       for (const d of disks) {
         if (copied.has(d.target)) continue;
-        const io = await during('open the DR site’s pool', () => dr.ioctx(d.source.pool, d.source.namespace), { type: FailureType.MirrorUnavailable, nonRetryable: false });
-        const seen = await during(`look at ${d.source.image} on the DR site`, () => lookAt(io, d.source.image, d.mirrorSnapId, d.snap));
+        const remaining = req.waitMs - (nowMs() - startedAt);
+        const seen = await during(`look at ${d.source.image} on the DR site`, () =>
+          bounded(Math.max(1000, Math.min(MIRROR_LOOK_TIMEOUT_MS, remaining)), async () => {
+            const io = await during('open the DR site’s pool', () => dr.ioctx(d.source.pool, d.source.namespace), { type: FailureType.MirrorUnavailable, nonRetryable: false });
+            return lookAt(io, d.source.image, d.mirrorSnapId, d.snap);
+          }),
+        );
+        if (seen === undefined) {
+          unanswered++;
+          where[d.target] = 'DR site not answering';
+          break; // the rest of this round would wait on the same silent cluster
+        }
+        unanswered = 0;
         if (seen.state === 'copied') copied.set(d.target, { drMirrorSnapId: seen.drMirrorSnapId, carriedBy: seen.carriedBy, at: nowMs() });
         where[d.target] = seen.state === 'copying' ? `copying (${seen.objects} objects)` : seen.state;
       }
@@ -149,10 +172,11 @@ export function mirrorToDrSite(deps: ActivityDeps) {
       ctx.heartbeat({ copied: copied.size, of: disks.length, waitedMs: Math.round(waitedMs), disks: where });
       if (copied.size === disks.length) break;
       if (waitedMs > req.waitMs) {
-        const left = disks.filter((d) => !copied.has(d.target)).map((d) => `${d.target}: ${where[d.target]}`);
+        const left = disks.filter((d) => !copied.has(d.target)).map((d) => `${d.target}: ${where[d.target] ?? 'not looked at'}`);
+        const silent = unanswered > 0 && !Object.values(where).some((w) => w !== 'DR site not answering');
         throw ApplicationFailure.nonRetryable(
-          `the DR site has no complete copy of this run's snapshots after ${Math.round(waitedMs)} ms (target.mirror.waitMs ${req.waitMs}): ${left.join('; ')}`,
-          FailureType.MirrorNotReplicated,
+          `the DR site has no complete copy of this run's snapshots after ${Math.round(waitedMs)} ms (target.mirror.waitMs ${req.waitMs})${silent ? `: the DR site did not answer (each look bounded by ${MIRROR_LOOK_TIMEOUT_MS} ms)` : ''}: ${left.join('; ')}`,
+          silent ? FailureType.MirrorUnavailable : FailureType.MirrorNotReplicated,
         );
       }
       await sleep(MIRROR_POLL_MS, ctx.cancellationSignal);
@@ -171,6 +195,21 @@ export function mirrorToDrSite(deps: ActivityDeps) {
       }),
     };
   };
+}
+
+/** `fn`'s result, or undefined when it has not answered within `ms` (it is left to finish on its own). */
+async function bounded<T>(ms: number, fn: () => Promise<T>): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), ms);
+  });
+  const call = fn();
+  call.catch(() => undefined); // an abandoned look's failure is nobody's
+  try {
+    return await Promise.race([call, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Rejects with the signal's reason when the activity is cancelled. */
