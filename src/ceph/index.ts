@@ -24,7 +24,7 @@ export type { MirrorImageMode, MirrorInfo, MirrorSiteStatus, MirrorStatus, SnapM
 export { getPoolMirrorMode, getPoolMirrorUuid, listMirrorPeers } from './mirror';
 export {
   Snapshotter, type SnapRequest, type SnapshotterOptions, type BoundOptions,
-  type CreateSnapsResult, type CreateMirrorSnapsResult, type MirrorState, type RemoveSnapsResult, type SetUpResult, type SnapFailure,
+  type CreateSnapsResult, type CreateMirrorSnapsResult, type MetadataWriteResult, type MirrorState, type RemoveSnapsResult, type SetUpResult, type SnapFailure,
 } from './snapshotter';
 export { SnapshotterPool, laneKey, type SnapshotterPoolOptions, type LaneOptions } from './snapshotter-pool';
 export { setOmapValue, removeOmapKey, listOmapValues, type OmapTarget, type OmapCliOptions } from './omap-cli';

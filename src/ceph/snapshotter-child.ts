@@ -76,8 +76,18 @@ function serve(op: SnapOp, req: SnapRequest): Promise<ReplyValue | undefined> {
     else if (op === 'exclusive-lock') return enableExclusiveLock(image);
     else if (op === 'mirror-enable') await image.enableMirroring('snapshot');
     else if (op === 'mirror-disable') await image.disableMirroring();
+    else if (op === 'meta-set') await image.setMetadata(metaOf(req).key, metaOf(req, true).value!);
+    else if (op === 'meta-remove') await image.removeMetadata(metaOf(req).key);
+    else if (op === 'meta-keys') return Object.keys(await image.listMetadata()).filter((k) => k.startsWith(metaOf(req).key));
+    else if (op === 'user-snaps') return (await image.listSnaps()).filter((s) => s.namespace === 'user').map((s) => s.name);
     return undefined;
   });
+}
+
+/** A metadata op without its key (or meta-set without its value) is the parent's bug: EINVAL, nothing asked of librbd. */
+function metaOf(req: SnapRequest, needsValue = false): { key: string; value?: string } {
+  if (!req.meta || (needsValue && req.meta.value === undefined)) throw new RbdError(22, 'snapshotter-child');
+  return req.meta;
 }
 
 /** RBD_FEATURE_EXCLUSIVE_LOCK. */

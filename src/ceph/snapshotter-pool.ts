@@ -1,7 +1,7 @@
 import { Snapshotter } from './snapshotter';
 import type {
-  BoundOptions, CreateMirrorSnapsResult, CreateSnapsResult, MirrorState, RemoveSnapsResult, SnapFailure, SnapRequest,
-  SnapshotterOptions,
+  BoundOptions, CreateMirrorSnapsResult, CreateSnapsResult, MetadataWriteResult, MirrorState, RemoveSnapsResult, SnapFailure,
+  SnapRequest, SnapshotterOptions,
 } from './snapshotter';
 
 /*
@@ -94,6 +94,22 @@ export class SnapshotterPool {
 
   mirrorStates(requests: SnapRequest[], o: LaneOptions): Promise<Map<SnapRequest, MirrorState>> {
     return this.onLane(o.lane ?? laneKey(requests), (s) => s.mirrorStates(requests, o));
+  }
+
+  setMetadata(requests: SnapRequest[], o: LaneOptions): Promise<MetadataWriteResult> {
+    return this.onLane(o.lane ?? laneKey(requests), (s) => s.setMetadata(requests, o));
+  }
+
+  removeMetadata(requests: SnapRequest[], o: LaneOptions): Promise<MetadataWriteResult> {
+    return this.onLane(o.lane ?? laneKey(requests), (s) => s.removeMetadata(requests, o));
+  }
+
+  metadataKeys(requests: SnapRequest[], prefix: string, o: LaneOptions): Promise<Map<SnapRequest, string[]>> {
+    return this.onLane(o.lane ?? laneKey(requests), (s) => s.metadataKeys(requests, prefix, o));
+  }
+
+  userSnapNames(requests: SnapRequest[], o: LaneOptions): Promise<Map<SnapRequest, string[]>> {
+    return this.onLane(o.lane ?? laneKey(requests), (s) => s.userSnapNames(requests, o));
   }
 
   removeSnaps(requests: SnapRequest[], o: LaneOptions): Promise<RemoveSnapsResult> {

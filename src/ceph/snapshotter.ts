@@ -75,6 +75,18 @@ export interface SetUpResult {
   timedOut: boolean;
 }
 
+export interface MetadataWriteResult {
+  /** Answered without error (a removal also when the key was not there). */
+  done: SnapRequest[];
+  /** Per answered request: ms from sending it to its reply (the requests run in parallel). */
+  replyMs: Map<SnapRequest, number>;
+  failed: SnapFailure[];
+  /** Sent but unanswered: the lock owner may still carry the write out. */
+  mayCompleteLate: SnapRequest[];
+  notSent: SnapRequest[];
+  timedOut: boolean;
+}
+
 export interface RemoveSnapsResult {
   removed: SnapRequest[];
   /** ENOENT: there was no such snapshot. */
@@ -211,6 +223,33 @@ export class Snapshotter {
     };
   }
 
+  /**
+   * rbd_metadata_set of each request's `meta` (key and value) on its image, in parallel, in the
+   * child, bounded like {@link createSnaps}: on a live image the write goes through its lock owner
+   * (the VM's QEMU), so an owner that does not answer is the snapshot's hazard.
+   */
+  async setMetadata(requests: SnapRequest[], o: BoundOptions): Promise<MetadataWriteResult> {
+    return this.writeMetadata('meta-set', requests, o);
+  }
+
+  /** rbd_metadata_remove of each request's `meta.key`, bounded as {@link setMetadata}; ENOENT counts as done. */
+  async removeMetadata(requests: SnapRequest[], o: BoundOptions): Promise<MetadataWriteResult> {
+    return this.writeMetadata('meta-remove', requests, o);
+  }
+
+  /**
+   * rbd_metadata_list of each request's image: the keys that start with `prefix`. A read (no lock
+   * owner involved), bounded; rejects with the first error, or ETIMEDOUT when the deadline passes.
+   */
+  async metadataKeys(requests: SnapRequest[], prefix: string, o: BoundOptions): Promise<Map<SnapRequest, string[]>> {
+    return this.readAll('meta-keys', requests.map((r) => ({ ...r, meta: { key: prefix } })), requests, 'rbd_metadata_list', o);
+  }
+
+  /** rbd_snap_list of each request's image: its user snapshots' names. Bounded and rejecting as {@link metadataKeys}. */
+  async userSnapNames(requests: SnapRequest[], o: BoundOptions): Promise<Map<SnapRequest, string[]>> {
+    return this.readAll('user-snaps', requests, requests, 'rbd_snap_list', o);
+  }
+
   /** rbd_snap_remove for each request, bounded; ENOENT counts as `absent`. */
   async removeSnaps(requests: SnapRequest[], o: BoundOptions): Promise<RemoveSnapsResult> {
     const r = await this.runBatch('remove', requests, o.timeoutMs);
@@ -225,6 +264,31 @@ export class Snapshotter {
       notSent: r.notSent,
       timedOut: r.timedOut,
     };
+  }
+
+  private async writeMetadata(op: 'meta-set' | 'meta-remove', requests: SnapRequest[], o: BoundOptions): Promise<MetadataWriteResult> {
+    const r = await this.runBatch(op, requests, o.timeoutMs);
+    const ok = (rep: Reply): boolean => rep.ok || (op === 'meta-remove' && rep.error.code === 'ENOENT');
+    return {
+      done: r.answered.filter((a) => ok(a.reply)).map((a) => a.request),
+      replyMs: new Map(r.answered.map((a) => [a.request, a.ms])),
+      failed: r.answered.flatMap((a) => (a.reply.ok || ok(a.reply) ? [] : [{ request: a.request, error: a.reply.error }])),
+      mayCompleteLate: r.unanswered,
+      notSent: r.notSent,
+      timedOut: r.timedOut,
+    };
+  }
+
+  /** `sent[i]` is `asked[i]` as it goes over the wire; the answers are keyed by `asked`. */
+  private async readAll(op: SnapOp, sent: SnapRequest[], asked: SnapRequest[], call: string, o: BoundOptions): Promise<Map<SnapRequest, string[]>> {
+    const r = await this.runBatch(op, sent, o.timeoutMs);
+    const out = new Map<SnapRequest, string[]>();
+    for (const a of r.answered) {
+      if (!a.reply.ok) throw a.reply.error;
+      out.set(asked[sent.indexOf(a.request)]!, a.reply.value as string[]);
+    }
+    if (out.size < asked.length) throw new RbdError(r.timedOut ? 110 : 5, call);
+    return out;
   }
 
   /** rbd_snap_exists, bounded; rejects with RbdError ETIMEDOUT when the deadline passes. */

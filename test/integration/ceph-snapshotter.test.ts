@@ -95,6 +95,44 @@ describe('bounded snapshots through the Snapshotter child', () => {
     expect(removed).toMatchObject({ removed: [req(name, 'c0')], absent: [req(name, 'nope')], failed: [] });
   });
 
+  it('image metadata through the child on an image another process holds locked: set, keys under a prefix, user snapshots, remove; a set whose owner is stopped is bounded, the owner not blocklisted', async () => {
+    const name = await newImage();
+    const snapshotter = await cleanups.add(new Snapshotter({ ...env!, idleCloseMs: 500, evictWith: cluster }), (s) => s.close(), 'snapshotter');
+    const { proc: holder, addrs: holderAddrs } = await startHolder(dir, env!, io, name);
+    cleanups.defer('holder', () => stopHolder(holder));
+    const at = (meta?: { key: string; value?: string }): SnapRequest => ({ ...req(name, ''), ...(meta ? { meta } : {}) });
+    const set = await snapshotter.setMetadata([at({ key: 'vmsnap.t.a', value: 'one' }), at({ key: 'vmsnap.t.b', value: 'two' })], { timeoutMs: 10_000 });
+    expect(set).toMatchObject({ failed: [], mayCompleteLate: [], notSent: [], timedOut: false });
+    expect(set.done).toHaveLength(2);
+    await snapshotter.createSnaps([req(name, 'kept')], { timeoutMs: 10_000 });
+    const asked = at();
+    expect((await snapshotter.metadataKeys([asked], 'vmsnap.t.', { timeoutMs: 5000 })).get(asked)?.sort()).toEqual(['vmsnap.t.a', 'vmsnap.t.b']);
+    expect((await snapshotter.userSnapNames([asked], { timeoutMs: 5000 })).get(asked)).toEqual(['kept']);
+    const img = await openImage(io, name, { readOnly: true });
+    expect(await img.getMetadata('vmsnap.t.a')).toBe('one');
+    await img.close();
+    const removed = await snapshotter.removeMetadata([at({ key: 'vmsnap.t.a' }), at({ key: 'vmsnap.t.absent' })], { timeoutMs: 10_000 });
+    expect(removed).toMatchObject({ failed: [], timedOut: false });
+    expect(removed.done).toHaveLength(2); // ENOENT: nothing to remove, done
+    expect((await snapshotter.metadataKeys([asked], 'vmsnap.t.', { timeoutMs: 5000 })).get(asked)).toEqual(['vmsnap.t.b']);
+    const noValue = await snapshotter.setMetadata([at({ key: 'vmsnap.t.c' })], { timeoutMs: 5000 });
+    expect(noValue.failed[0]?.error).toMatchObject({ errno: 22 });
+
+    holder.kill('SIGSTOP');
+    const t0 = performance.now();
+    const stuck = await snapshotter.setMetadata([at({ key: 'vmsnap.t.late', value: 'x' })], { timeoutMs: 1000 });
+    const elapsed = performance.now() - t0;
+    expect(stuck).toMatchObject({ done: [], timedOut: true });
+    expect(stuck.mayCompleteLate).toHaveLength(1);
+    expect(elapsed).toBeLessThan(1000 + 1000);
+    expect(snapshotter.pid).toBeUndefined(); // child SIGKILLed
+    holder.kill('SIGCONT');
+    expect(await holderWrite(holder, 60_000)).toMatchObject({ ok: true }); // its lock was never broken
+    await snapshotter.settled();
+    expect(blocklist(env!)).not.toContain(holderAddrs);
+    console.log(`[ceph-snapshotter] metadata set via child through the lock owner ${[...set.replyMs.values()].map((ms) => ms.toFixed(0)).join(', ')} ms; with the owner stopped returned after ${elapsed.toFixed(0)} ms (timeout 1000)`);
+  });
+
   // Timeout of the bounded call, and how long the owner stays stopped after it returned.
   // evict: blocklist the killed child's own (dead) session at once (Snapshotter evictWith).
   it.each([
