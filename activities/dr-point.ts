@@ -1,24 +1,36 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { readImageIfExists } from '../src/ceph';
-import { removeImageMetaCli, setImageMetaCli } from '../src/ceph/mirror-cli';
+import { constants } from 'node:os';
+import { laneKey, RbdError } from '../src/ceph';
+import type { MetadataWriteResult, SnapRequest } from '../src/ceph';
+import { monoMs } from '../src/host/clock';
 import { restoreKeyFix } from '../src/host/restore-key';
-import { drPointKey, encodeDrPoint, snapOfDrPointKey } from '../src/model/dr-point';
+import { DR_POINT_PREFIX, drPointKey, encodeDrPoint, snapOfDrPointKey } from '../src/model/dr-point';
 import type { DrPoint } from '../src/model/dr-point';
 import { FailureType } from '../src/model/failures';
 import { RESTORE_POINT_VERSION } from '../src/model/restore-point';
-import type { MirrorRequest } from '../src/model/types';
+import type { MirrorRequest, RbdLocation } from '../src/model/types';
 import { restorePointMac } from '../src/restore/record-mac';
 import type { ActivityDeps } from './deps';
 import { isNoDomain } from '../src/libvirt';
 import { during, StepError } from './step-error';
+import type { StepFailure } from './step-error';
+
+/** Retryable: the guest is thawed, and a write that lands late is the same record. */
+const RECORD_FAILED: StepFailure = { type: FailureType.MirrorNotReplicated, nonRetryable: false };
+
+const onImage = (s: RbdLocation): SnapRequest => ({ pool: s.pool, namespace: s.namespace, image: s.image, snap: '' });
 
 /**
  * DR mode, before the mirror snapshots: the DR point record (src/model/dr-point.ts) on every disk's
- * image, so the mirror snapshots carry it to the DR site with the run's snapshot. The domain XML is
- * read here (read-only connection, no secrets) and goes straight to Ceph. The image is live (its
- * QEMU owns the exclusive lock, through which a metadata write goes), so each write is an `rbd`
- * process SIGKILLed at 10 s, like the omap calls, all disks at once. Signed with the fleet's restore key; without one it is written unsigned
- * and `dr-restore` refuses it, as `restore --as` does.
+ * image, so the mirror snapshots carry it to the DR site with the run's snapshot; and, beside it,
+ * the records of snapshots the image no longer has are removed, which the same mirror snapshots
+ * carry too (rbd-mirror makes the copy's metadata the primary's, removals included). The domain
+ * XML is read here (read-only connection, no secrets) and goes straight to Ceph. The writes go
+ * through the VM's snapshotter lane, whose child has the images open since the window: the image
+ * is live, the write goes through its lock owner (the VM's QEMU), so it is bounded like a snapshot
+ * (`snapshotTimeoutMs`, the child SIGKILLed past it). This step is part of the RPO. Signed with the
+ * fleet's restore key; without one it is written unsigned and `dr-restore` refuses it, as
+ * `restore --as` does.
  */
 export async function recordDrPoints(deps: ActivityDeps, req: MirrorRequest): Promise<void> {
   const r = req.record;
@@ -54,33 +66,70 @@ export async function recordDrPoints(deps: ActivityDeps, req: MirrorRequest): Pr
   for (const d of req.disks) {
     if (d.snap !== snap) throw ApplicationFailure.nonRetryable(`the run's snapshots have two names (${snap}, ${d.snap})`, FailureType.MirrorNotReplicated);
   }
-  await Promise.all(
-    req.disks.map((d) =>
-      during(`write the DR point record on ${d.source.image}`, () => setImageMetaCli(deps.radosCli, d.source, drPointKey(snap), value), {
-        type: FailureType.MirrorNotReplicated,
-        nonRetryable: false,
-      }),
-    ),
-  );
-}
-
-/** After the wait, best effort: each image loses the records of snapshots it no longer has (removed by retention or finalize). */
-export async function pruneDrPoints(deps: ActivityDeps, req: MirrorRequest): Promise<void> {
-  if (!req.record) return;
-  for (const d of req.disks) {
-    await pruneImage(deps, d.source).catch((err: unknown) => deps.log.warn('stale DR point records left', { image: d.source.image, error: (err as Error).message }));
+  const images = req.disks.map((d) => onImage(d.source));
+  const lane = laneKey(images);
+  const bound = { timeoutMs: req.snapshotTimeoutMs, lane };
+  const startedAt = monoMs();
+  // The prune never rejects; it runs beside the write so that the record step costs one lock-owner round trip, not two.
+  const pruning = pruneStale(deps, images, bound);
+  let written: MetadataWriteResult;
+  try {
+    written = await during('write the DR point records', () => deps.snapshotter.setMetadata(images.map((q) => ({ ...q, meta: { key: drPointKey(snap), value } })), bound), RECORD_FAILED);
+  } finally {
+    await pruning;
   }
+  const failed = written.failed[0];
+  if (failed) throw new StepError(`write the DR point record on ${failed.request.image}`, failed.error, RECORD_FAILED);
+  const unanswered = [...written.mayCompleteLate, ...written.notSent];
+  if (written.timedOut || unanswered.length) {
+    throw new StepError(
+      `write the DR point record on ${unanswered.map((q) => q.image).join(', ')}: no answer within ${req.snapshotTimeoutMs} ms (the image's lock owner, its VM's QEMU, does not answer, or the cluster is unavailable)`,
+      new RbdError(constants.errno.ETIMEDOUT, 'rbd_metadata_set'),
+      RECORD_FAILED,
+    );
+  }
+  deps.log.info('DR point records written', {
+    domain: r.domain.name,
+    snap,
+    ms: Math.round(monoMs() - startedAt),
+    perDiskMs: Object.fromEntries(written.done.map((q) => [q.image, Math.round(written.replyMs.get(q)!)])),
+    pruned: (await pruning).length,
+  });
 }
 
-async function pruneImage(deps: ActivityDeps, at: MirrorRequest['disks'][number]['source']): Promise<void> {
-  const io = await deps.ioctx(at.pool, at.namespace);
-  const stale = await readImageIfExists(io, at.image, async (img) => {
-    const [meta, snaps] = await Promise.all([img.listMetadata(), img.listSnaps()]);
-    const have = new Set(snaps.filter((s) => s.namespace === 'user').map((s) => s.name));
-    return Object.keys(meta).filter((k) => {
-      const s = snapOfDrPointKey(k);
-      return s !== null && !have.has(s);
+/**
+ * After the wait, best effort: records of snapshots removed here while the run waited (the record
+ * step pruned the rest); the next DR run's mirror snapshots carry these removals to the DR site.
+ */
+export async function pruneDrPoints(deps: ActivityDeps, req: MirrorRequest): Promise<void> {
+  if (!req.record || !req.disks.length) return;
+  const images = req.disks.map((d) => onImage(d.source));
+  await pruneStale(deps, images, { timeoutMs: req.snapshotTimeoutMs, lane: laneKey(images) });
+}
+
+/**
+ * Removes, on each image, the DR point records whose snapshot the image no longer has (finalize
+ * removed it, or retention), through the VM's lane and bounded like the write. Never rejects: a
+ * record left is harmless (dr-restore skips a point whose snapshot is gone) and the next DR run
+ * tries again. Returns the keys removed.
+ */
+async function pruneStale(deps: ActivityDeps, images: SnapRequest[], bound: { timeoutMs: number; lane: string }): Promise<string[]> {
+  try {
+    const [keys, snaps] = await Promise.all([deps.snapshotter.metadataKeys(images, DR_POINT_PREFIX, bound), deps.snapshotter.userSnapNames(images, bound)]);
+    const stale = images.flatMap((q) => {
+      const have = new Set(snaps.get(q));
+      return keys.get(q)!.flatMap((k): SnapRequest[] => {
+        const s = snapOfDrPointKey(k);
+        return s !== null && !have.has(s) ? [{ ...q, meta: { key: k } }] : [];
+      });
     });
-  });
-  for (const k of stale ?? []) await removeImageMetaCli(deps.radosCli, at, k);
+    if (!stale.length) return [];
+    const r = await deps.snapshotter.removeMetadata(stale, bound);
+    const left = [...r.failed.map((f) => `${f.request.image} ${f.request.meta!.key}: ${f.error.message}`), ...[...r.mayCompleteLate, ...r.notSent].map((q) => `${q.image} ${q.meta!.key}: no answer within ${bound.timeoutMs} ms`)];
+    if (left.length) deps.log.warn('stale DR point records left', { left });
+    return r.done.map((q) => `${q.image} ${q.meta!.key}`);
+  } catch (err) {
+    deps.log.warn('stale DR point records left', { images: images.map((q) => q.image), error: (err as Error).message });
+    return [];
+  }
 }

@@ -2,9 +2,14 @@ import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RadosCluster, openImage, type Image, type IoCtx } from '../../src/ceph';
+import { checkTrusted } from '../../src/dr/plan';
+import { readRestoreKey, type RestoreKey } from '../../src/host/restore-key';
+import { decodeDrPoint, drPointKey, DR_POINT_PREFIX } from '../../src/model/dr-point';
 import type { SnapshotRequest } from '../../src/model/input';
 import { IMAGE_SNAP } from '../../src/model/naming';
 import type { SnapshotResult } from '../../src/model/types';
+import os from 'node:os';
+import { rbdCli } from '../../src/ceph/rbd-status-cli';
 import { rbd } from '../../support/lab/cli-tools';
 import { drSiteUp } from '../../support/lab/dr';
 import { loadLabEnv, type LabDrEnv } from '../../support/lab/env';
@@ -36,6 +41,7 @@ let guest: ScratchGuest;
 let drCluster: RadosCluster;
 let drIo: IoCtx;
 let io: IoCtx;
+let restoreKey: RestoreKey;
 const images = () => ['vdb', 'vdc', 'vdd'].map((t) => ({ target: t, image: `${guest.name}-${t}` }));
 
 beforeAll(async () => {
@@ -49,6 +55,7 @@ beforeAll(async () => {
   drCluster = await RadosCluster.connect({ conf: dr.conf, id: dr.adminId, keyring: dr.adminKeyring, connectTimeoutSec: 10 });
   drIo = await drCluster.openIoCtx(dr.pool);
   io = await (await h.hw.deps.rados()).openIoCtx(env.pools.vm);
+  restoreKey = await readRestoreKey(h.vars.VMSNAP_RESTORE_KEY_FILE!);
 });
 
 afterAll(async () => {
@@ -104,6 +111,17 @@ async function mirrorImages(): Promise<void> {
   }
 }
 
+/** An image's DR point records (key → value) as `ioctx`'s cluster has them. */
+async function drPointRecords(ioctx: IoCtx, image: string): Promise<Record<string, string>> {
+  const all = await withImage(ioctx, image, undefined, (img) => img.listMetadata());
+  return Object.fromEntries(Object.entries(all).filter(([k]) => k.startsWith(DR_POINT_PREFIX)));
+}
+
+/** What the worker logged of each record step (activities/dr-point.ts), oldest first. */
+function recordSteps(): { snap: string; ms: number; perDiskMs: Record<string, number>; pruned: number }[] {
+  return h.logs.join('').split('\n').filter((l) => l.includes('"DR point records written"')).map((l) => JSON.parse(l) as never);
+}
+
 async function rpoSeries(): Promise<{ count: number; sum: number }> {
   const fam = parseExposition(await h.hw.deps.metrics.render()).find((f) => f.name === 'vmsnap_mirror_rpo_seconds')!;
   const value = (n: string) => Number(fam.samples.find((s) => s.name === n)!.value);
@@ -134,7 +152,8 @@ describe('DR mode on the lab: rbd-mirror in snapshot mode to the DR site', () =>
     await mirrorImages();
     const metricBefore = await rpoSeries();
     const t0 = Date.now();
-    const r = await run({ domain: guest.name, quiesce: 'require', target: { clone: false, mirror: { waitMs: 120_000 } } });
+    const handle = await start({ domain: guest.name, quiesce: 'require', target: { clone: false, mirror: { waitMs: 120_000 } } });
+    const r = (await handle.result()) as SnapshotResult;
     const elapsed = Date.now() - t0;
     expect(r.quiesced).toBe(true);
     expect(await freezeStatus(h.vars, guest.name)).toBe('thawed');
@@ -161,7 +180,23 @@ describe('DR mode on the lab: rbd-mirror in snapshot mode to the DR site', () =>
       const quiescedSum = await withImage(io, image, snap, (img) => img.checksum());
       expect(drSum, `${d.target}: the DR site's ${snap} holds the bytes of the run's snapshot`).toBe(quiescedSum);
       expect(classifySuperblock(drSuper), `${d.target}: the ext4 of the DR site's ${snap}`).toBe('clean');
+      // The DR point record came with the snapshot, the primary's bytes, signed: what dr-restore reads.
+      const here = (await drPointRecords(io, image))[drPointKey(snap)];
+      const there = (await drPointRecords(drIo, image))[drPointKey(snap)];
+      expect(here, `${d.target}: the DR point record on the primary`).toBeDefined();
+      expect(there, `${d.target}: the DR point record on the DR site's copy, as the primary has it`).toBe(here);
+      const point = decodeDrPoint(there, snap);
+      expect(point, `${d.target}: the DR site's record decodes as the point of ${snap}`).toMatchObject({
+        workflowId: handle.workflowId,
+        domain: { name: guest.name },
+        quiesced: true,
+        snap,
+      });
+      expect(point!.disks.map((x) => x.image).sort()).toEqual(r.disks.map((x) => x.snapshot).sort());
+      expect(() => checkTrusted(point!, restoreKey), `${d.target}: the record's MAC under the restore key`).not.toThrow();
     }
+    const step = recordSteps().find((x) => x.snap === m.disks[0]!.snapshot)!;
+    console.log(`[dr-run] the record step: ${step.ms} ms, per disk ${JSON.stringify(step.perDiskMs)} (of the RPO ${m.rpoMs} ms)`);
     const metricAfter = await rpoSeries();
     expect(metricAfter.count).toBe(metricBefore.count + 1);
     expect(metricAfter.sum - metricBefore.sum).toBeCloseTo(m.rpoMs / 1000, 2);
@@ -237,7 +272,20 @@ describe('DR mode on the lab: rbd-mirror in snapshot mode to the DR site', () =>
         ];
         expect(drSum, `${d.target}: the DR site's snapshot and the run's flattened copy`).toBe(copySum);
       }
-      console.log(`[dr-run] copy mode: RPO ${made.map((r) => r.mirror!.rpoMs).join(', ')} ms; steps ${made.map((r) => JSON.stringify(r.stepsMs)).join(' | ')}`);
+      const steps = recordSteps().filter((x) => made.some((r) => r.mirror!.disks[0]!.snapshot === x.snap));
+      console.log(
+        `[dr-run] copy mode: RPO ${made.map((r) => r.mirror!.rpoMs).join(', ')} ms; record steps ${steps.map((x) => `${x.ms} ms (per disk ${Object.values(x.perDiskMs).join('/')}, pruned ${x.pruned})`).join(', ')}; ` +
+          `steps ${made.map((r) => JSON.stringify(r.stepsMs)).join(' | ')}`,
+      );
+      // DR point records: the first run's snapshot is gone on both sites, and so is its record —
+      // removed here by the second run's record step, on the DR site by the second run's mirror
+      // snapshot, which carried the removal with the snapshot's. Each site holds only the second's.
+      for (const d of second.mirror!.disks) {
+        const image = `${guest.name}-${d.target}`;
+        expect(Object.keys(await drPointRecords(io, image)), `${d.target}: DR point records on the primary`).toEqual([drPointKey(d.snapshot)]);
+        expect(Object.keys(await drPointRecords(drIo, image)), `${d.target}: DR point records on the DR site`).toEqual([drPointKey(d.snapshot)]);
+      }
+      expect(steps.at(-1)!.pruned, "the second run's record step removed the first run's record on each disk").toBe(3);
     } finally {
       await imagesIo.close();
       for (const r of made) {
@@ -250,6 +298,46 @@ describe('DR mode on the lab: rbd-mirror in snapshot mode to the DR site', () =>
       }
     }
   });
+});
+
+/*
+ * The DR point record's write (docs/dr.md#how-a-dr-run-goes, step 3), measured the two ways it
+ * has been made, interleaved on the running 3-disk guest's images, extended lane only: an `rbd
+ * image-meta set` process per disk, all at once (until 2026-12), and the VM's snapshotter lane,
+ * whose child has the images open (a DR run's record step comes right after the window, which
+ * used them). Both go through the guest's QEMU, the images' lock owner.
+ */
+extendedDescribe('DR mode: the DR point record write, rbd process against the snapshotter lane', () => {
+  extendedIt('per disk, interleaved', async () => {
+    const n = repetitions(process.env.VMSNAP_DR_RECORD_RUNS, 5, 10);
+    const specs = images().map((d) => ({ pool: env.pools.vm, image: d.image, snap: '' }));
+    const key = `${DR_POINT_PREFIX}measure-${Date.now()}`;
+    const value = JSON.stringify({ pad: 'x'.repeat(6000) }); // a record's size: the domain XML is most of it
+    const cli: number[] = [];
+    const lane: number[] = [];
+    try {
+      for (let i = 0; i < n; i++) {
+        cli.push(
+          ...(await Promise.all(
+            specs.map(async (q) => {
+              const t0 = performance.now();
+              await rbdCli(h.hw.deps.radosCli, ['image-meta', 'set', `${q.pool}/${q.image}`, key, value], 'rbd image-meta set');
+              return performance.now() - t0;
+            }),
+          )),
+        );
+        await h.hw.deps.snapshotter.prepare(specs, { timeoutMs: 10_000 });
+        const r = await h.hw.deps.snapshotter.setMetadata(specs.map((q) => ({ ...q, meta: { key, value } })), { timeoutMs: 10_000 });
+        expect(r.done).toHaveLength(specs.length);
+        lane.push(...r.replyMs.values());
+      }
+    } finally {
+      await h.hw.deps.snapshotter.removeMetadata(specs.map((q) => ({ ...q, meta: { key } })), { timeoutMs: 10_000 });
+    }
+    const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
+    const show = (xs: number[]) => `median ${sorted(xs)[xs.length >> 1]!.toFixed(0)} ms, ${sorted(xs)[0]!.toFixed(0)}-${sorted(xs).at(-1)!.toFixed(0)} ms`;
+    console.log(`[dr-run] record write per disk, ${n} rounds x 3 disks at once, load ${os.loadavg()[0]!.toFixed(1)}: rbd process ${show(cli)}; snapshotter lane ${show(lane)}`);
+  }, 600_000);
 });
 
 /*
