@@ -23,7 +23,8 @@ import { isCancellation, StepError } from './step-error';
  */
 export function freezeGuest(deps: ActivityDeps) {
   return async function freezeGuest(req: FreezeRequest): Promise<FreezeResult> {
-    const timeLeft = activityTimeLeft(monoMs());
+    const enteredMono = monoMs();
+    const timeLeft = activityTimeLeft(enteredMono);
     const lv = await deps.libvirt();
     const { dom, previousAgentTimeout, freezeId, preFlush } = await beforeTheCall(deps, lv, req, timeLeft);
     const startedAt = nowMs();
@@ -34,7 +35,8 @@ export function freezeGuest(deps: ActivityDeps) {
       const returnedAt = nowMs();
       const returnedMono = monoMs();
       await faultPoint('freeze:after');
-      return { frozenFilesystems, startedAt, returnedAt, startedMono, returnedMono, ...(freezeId ? { freezeId } : {}), ...(preFlush ? { preFlush } : {}) };
+      const preparedMs = startedMono - enteredMono;
+      return { frozenFilesystems, startedAt, returnedAt, startedMono, returnedMono, preparedMs, ...(freezeId ? { freezeId } : {}), ...(preFlush ? { preFlush } : {}) };
     } catch (err) {
       deps.metrics.failures.inc({ step: 'freeze' });
       if (isFrozenState(err)) {

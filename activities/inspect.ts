@@ -16,6 +16,8 @@ import { checkMirroring } from './mirror';
  */
 export function inspectDomain(deps: ActivityDeps) {
   return async function inspectDomain(req: InspectRequest): Promise<InspectResult> {
+    // A run that may freeze: its watchdog starts now, so arming it later costs no process start.
+    if (req.quiesce !== 'skip') deps.guard.prewarm();
     const lv = await deps.libvirtReadOnly();
     const dom = await during(`look up domain ${req.domain}`, () => lv.lookupDomain(req.domain));
     const { state } = await during('read domain state', () => lv.getDomainState(dom));

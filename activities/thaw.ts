@@ -110,6 +110,7 @@ async function thawHere(deps: ActivityDeps, req: ThawRequest): Promise<ThawResul
     returnedAt,
     startedMono,
     returnedMono,
+    afterMs: nowMs() - (r.outcome === 'thawed' ? r.thawedAt : returnedAt),
     ...(r.outcome === 'thawed' ? { thawedAt: r.thawedAt } : {}),
     ...(guardFiredAt ? { guardFiredAt } : {}),
     ...(r.outcome === 'gone' ? { domainGone: true } : {}),

@@ -45,9 +45,15 @@ function windowCalls(c: Capture) {
   ]);
 }
 
-/** Each window call's duration, for the result's stepsMs. */
+/**
+ * Each window call's duration, for the result's stepsMs; and the freeze's and thaw's work on
+ * either side of the window (`freeze:prepare`, `thaw:after`), which is work, not orchestration.
+ */
 export function windowSteps(c: Capture): Record<string, number> {
-  return Object.fromEntries(Object.entries(windowCalls(c).calls).map(([k, v]) => [k, roundMs(v)]));
+  const steps = Object.fromEntries(Object.entries(windowCalls(c).calls).map(([k, v]) => [k, roundMs(v)]));
+  if (c.freeze?.preparedMs !== undefined) steps['freeze:prepare'] = roundMs(c.freeze.preparedMs);
+  if (c.thaw?.afterMs !== undefined) steps['thaw:after'] = roundMs(c.thaw.afterMs);
+  return steps;
 }
 
 /** Freeze call start → thaw call return, and where it went; null/absent when nothing was frozen. */

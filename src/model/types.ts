@@ -91,6 +91,8 @@ export interface FreezeResult {
   freezeId?: string;
   /** The pre-flush before this freeze (outside its window), when the worker runs one. */
   preFlush?: PreFlushResult;
+  /** The activity's work before the call (stand-down check, pre-flush, arming the guard), ms: a step outside the window. */
+  preparedMs?: number;
 }
 
 export interface SnapshotDisksRequest {
@@ -186,6 +188,8 @@ export interface ThawResult {
    * was recorded end the window at returnedAt.
    */
   thawedAt?: number;
+  /** The activity's work after the thaw (its proof, the guard's release, the agent timeout put back), ms: a step outside the window. */
+  afterMs?: number;
   /** The domain was gone (or shut off) when the thaw ran: nothing left to thaw. */
   domainGone?: boolean;
   /** Set when the host guard thawed the guest before this call: the freeze outlived its deadline. */

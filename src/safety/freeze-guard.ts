@@ -14,6 +14,7 @@ import type { FreezeObligation } from '../model/freeze-obligation';
 import type { OmapCliOptions } from '../ceph/omap-cli';
 import type { LibvirtClient } from '../libvirt';
 import { anotherRunsWindow } from './late-freeze';
+import { WatchdogStandbys } from './watchdog-standby';
 
 export type { JournalEntry } from './freeze-journal';
 
@@ -51,6 +52,14 @@ export interface FreezeGuardOptions {
   obligationSource?: { cli: OmapCliOptions; pool: string };
   /** How far two hosts' wall clocks may disagree (config clockSkewMs; default 1000). */
   clockSkewMs?: number;
+  /**
+   * This process outlives its freezes (the worker): it keeps `standbys` watchdogs up ahead of
+   * freezes ({@link FreezeGuard.prewarm}; one per freeze window the host allows) and resolves a
+   * cleared freeze's obligation after the call returns (queued first, so a worker that dies
+   * before leaves it to the sweeper). Without it, as a one-shot CLI process must: every arm starts
+   * its own watchdog and every clear waits for Ceph.
+   */
+  longLived?: { standbys: number };
 }
 
 /** What the guard needs of the obligation store (ObligationStore; tests pass an in-memory one). */
@@ -87,8 +96,25 @@ export interface ArmRequest {
  */
 export class FreezeGuard {
   readonly journal: FreezeJournal;
+  private readonly standbys: WatchdogStandbys | undefined;
+  /** Obligations being resolved after their clear returned, by domain; a new arm of it waits. */
+  private readonly settling = new Map<string, Promise<void>>();
   constructor(private readonly opts: FreezeGuardOptions) {
     this.journal = new FreezeJournal(opts.stateDir, opts.log);
+    this.standbys = opts.longLived?.standbys ? new WatchdogStandbys(opts.longLived.standbys) : undefined;
+  }
+
+  /**
+   * A run that will freeze has begun: start a watchdog now, so its start-up is done by the time
+   * the freeze is armed rather than between the run's turn and its freeze call. Never waits.
+   */
+  prewarm(): void {
+    this.standbys?.prewarm();
+  }
+
+  /** Lets idle standby watchdogs go (the worker's shutdown); armed ones are not touched. */
+  close(): void {
+    this.standbys?.close();
   }
 
   /**
@@ -98,6 +124,9 @@ export class FreezeGuard {
    * one that stays frozen when the guest migrates.
    */
   async arm(req: ArmRequest): Promise<JournalEntry> {
+    // The previous freeze's record is removed by freeze id after a read: let it finish before this
+    // freeze's record replaces it, or its removal could take this one's.
+    await this.settling.get(req.domainUuid);
     // A watchdog left by an earlier attempt (dead worker, replayed task) must not fire into this freeze.
     await this.stopWatchdog(req.domainUuid);
     await fs.rm(this.firedPath(req.domainUuid), { force: true });
@@ -182,7 +211,26 @@ export class FreezeGuard {
     const entry = await this.journal.read(domainUuid);
     await this.journal.remove(domainUuid);
     await fs.rm(this.firedPath(domainUuid), { force: true });
-    if (entry?.freezeId) await this.resolve(domainUuid, entry.freezeId);
+    if (!entry?.freezeId) return;
+    if (this.opts.longLived) await this.resolveSoon(domainUuid, entry.freezeId);
+    else await this.resolve(domainUuid, entry.freezeId);
+  }
+
+  /**
+   * {@link resolve}, off the caller's path (two `rados` processes, 100–300 ms, after every
+   * thaw): queued in the journal dir first, as a failed removal is, then removed now in the
+   * background. Until then the record says only to thaw a guest that is thawed.
+   */
+  private async resolveSoon(domainUuid: string, freezeId: string): Promise<void> {
+    if (!this.opts.obligations) return;
+    await this.queueUnrecord(domainUuid, freezeId);
+    const done: Promise<void> = (this.settling.get(domainUuid) ?? Promise.resolve())
+      .then(async () => void (await this.unrecordQueued(domainUuid)))
+      .catch(() => undefined) // still queued: the sweeper's retry
+      .finally(() => {
+        if (this.settling.get(domainUuid) === done) this.settling.delete(domainUuid);
+      });
+    this.settling.set(domainUuid, done);
   }
 
   /**
@@ -213,24 +261,33 @@ export class FreezeGuard {
     }
   }
 
-  /** Obligations whose removal failed, tried again. Returns how many are still queued. */
+  /** Obligations whose removal failed (or is on its way), tried again. Returns how many are still queued. */
   async retryUnrecords(): Promise<number> {
     if (!this.opts.obligations) return 0;
     const names = await fs.readdir(this.journal.dir).catch(() => [] as string[]);
     let left = 0;
     for (const n of names) {
       const m = /^(.+)\.unrecord$/.exec(n);
-      if (!m) continue;
-      const file = path.join(this.journal.dir, n);
-      const freezeId = (await fs.readFile(file, 'utf8').catch(() => '')).trim();
-      try {
-        await this.opts.obligations.resolve(m[1], freezeId || undefined);
-        await fs.rm(file, { force: true });
-      } catch {
-        left++;
-      }
+      if (m && !(await this.unrecordQueued(m[1]))) left++;
     }
     return left;
+  }
+
+  /** The queued removal of a domain's obligation, tried once; false when it is still queued. */
+  private async unrecordQueued(domainUuid: string): Promise<boolean> {
+    if (!this.opts.obligations) return true;
+    const file = path.join(this.journal.dir, `${domainUuid}.unrecord`);
+    const freezeId = await fs.readFile(file, 'utf8').then((t) => t.trim(), () => undefined);
+    if (freezeId === undefined) return true; // done meanwhile (the sweeper's retry)
+    try {
+      await this.opts.obligations.resolve(domainUuid, freezeId || undefined);
+    } catch (err) {
+      this.opts.log?.('freeze obligation not resolved yet; queued for the sweeper', { domainUuid, freezeId, error: messageOf(err) });
+      return false;
+    }
+    // A newer freeze's queued removal may have replaced this one meanwhile: it stays queued.
+    if ((await fs.readFile(file, 'utf8').then((t) => t.trim(), () => undefined)) === freezeId) await fs.rm(file, { force: true });
+    return true;
   }
 
   /** The cluster-wide obligations, for arrivals and the freeze step's check; [] without a store. */
@@ -296,6 +353,12 @@ export class FreezeGuard {
       ...(entry.freezeId ? { freezeId: entry.freezeId } : {}),
       ...(entry.mode === 'watch' && this.opts.obligationSource ? { obligations: this.opts.obligationSource, clockSkewMs: this.opts.clockSkewMs ?? 1000 } : {}),
     };
+    const standbyPid = await this.standbys?.arm(args, WATCHDOG_READY_WAIT_MS);
+    if (standbyPid) {
+      const journaled: JournalEntry = { ...entry, guardPid: standbyPid };
+      await this.journal.write(journaled);
+      return journaled;
+    }
     const { file, execArgv } = nodeEntry(__dirname, 'watchdog', __filename);
     // Detached into its own session: a worker that dies (or a stop of the worker's process only)
     // leaves it running. Not a shell: the arguments travel as one JSON argv element. fd 3 is the

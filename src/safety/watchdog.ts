@@ -12,6 +12,7 @@
  */
 import { closeSync, writeSync } from 'node:fs';
 import { appendFile, writeFile } from 'node:fs/promises';
+import { Socket } from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LibvirtClient } from '../libvirt';
@@ -28,8 +29,16 @@ const JOURNALED_WAIT_MS = 5000;
 
 async function main(argv: string[]): Promise<number> {
   if (argv[0] === '--check') return selfCheck(argv[1]);
+  if (argv[0] === '--standby') {
+    const a = await standBy(Number(argv[1]) || 120_000);
+    return a ? watch(a) : 0;
+  }
   const a = JSON.parse(argv[0] ?? '') as WatchdogArgs;
   if (a.readyFd !== undefined) announceReady(a.readyFd);
+  return watch(a);
+}
+
+async function watch(a: WatchdogArgs): Promise<number> {
   const journal = new FreezeJournal(a.stateDir);
   const stillOurs = async () => (await journal.read(a.domainUuid))?.guardId === a.guardId;
   const log = (message: string, fields: Record<string, unknown> = {}) =>
@@ -116,6 +125,55 @@ async function journaledWithin(stillOurs: () => Promise<boolean>, ms: number): P
     if (monoMs() >= until) return false;
     await sleep(20);
   }
+}
+
+/**
+ * A standby (watchdog-standby.ts): up, then waits for its arguments on fd 3 and acknowledges them.
+ * Undefined — exit — when the pipe ends first (the worker died or let it go) or nobody came in
+ * `idleMs`: until armed it guards nothing.
+ */
+function standBy(idleMs: number): Promise<WatchdogArgs | undefined> {
+  return new Promise((resolve) => {
+    let pipe: Socket;
+    try {
+      pipe = new Socket({ fd: 3, readable: true, writable: true });
+    } catch {
+      resolve(undefined);
+      return;
+    }
+    let buffered = '';
+    let settled = false;
+    const finish = (a: WatchdogArgs | undefined) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve(a);
+    };
+    const timer = setTimeout(() => {
+      pipe.destroy();
+      finish(undefined);
+    }, idleMs);
+    pipe.setEncoding('utf8');
+    pipe.on('data', (d: string) => {
+      buffered += d;
+      const i = buffered.indexOf('\n');
+      if (i < 0) return;
+      let a: WatchdogArgs | undefined;
+      try {
+        a = JSON.parse(buffered.slice(0, i)) as WatchdogArgs;
+      } catch {
+        a = undefined;
+      }
+      // The ack may find the guard gone (it stopped waiting): the arguments are what count.
+      if (a) pipe.end('armed\n');
+      else pipe.destroy();
+      finish(a);
+    });
+    pipe.on('end', () => finish(undefined));
+    pipe.on('error', () => finish(undefined));
+    pipe.on('close', () => finish(undefined));
+    pipe.write('up\n');
+  });
 }
 
 /** Start-up (loading Node and this module) is done: the guard may let the freeze go now. */

@@ -43,7 +43,8 @@ export function createHostDeps(
     onLaneChildReady: (slot, addrs) => void fence.record(`snapshotter-${slot}`, addrs).catch(() => undefined),
   });
   const radosCli = { ...cephOpts, timeoutMs: 10_000 };
-  const guard = freezeGuardFor(config, (m, f) => log.error(m, f));
+  // Up to two watchdogs started ahead (at a run's inspect): ~40 MiB each while up, 120 s at most.
+  const guard = freezeGuardFor(config, (m, f) => log.error(m, f), 10_000, { standbys: Math.min(2, config.maxWindowsPerHost) });
 
   const libvirt = reopening(() => LibvirtClient.connect({ uri: config.libvirt.uri }));
   const libvirtReadOnly = reopening(() => LibvirtClient.connect({ uri: readOnlyLibvirtUri(config), readOnly: true }));
@@ -82,6 +83,7 @@ export function createHostDeps(
     log,
     fence,
     async close() {
+      guard.close();
       await snapshotter.close();
       for (const io of pools.values()) await io.then((i) => i.close()).catch(() => undefined);
       await rados.opened()?.then((c) => c.shutdown()).catch(() => undefined);

@@ -1,4 +1,5 @@
 import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -168,6 +169,128 @@ describe('freeze guard', () => {
     expect((await guard.entries()).length).toBe(1);
   }, 60_000); // its own waits (up to 20 s + 20 s + 5 s) fit in this
 });
+
+describe('freeze guard of a long-lived process (issue 31: the cost of a run outside its window)', () => {
+  it('a prewarmed watchdog is the one armed, and it fires at the deadline like a fresh one', async () => {
+    const dir = tmp();
+    const guard = new FreezeGuard({ libvirtUri: 'qemu:///system?socket=/nonexistent', stateDir: dir, longLived: { standbys: 1 } });
+    guard.prewarm();
+    // Up (it says so on its pipe) before the arm, as at a run's inspect ~0.3 s ahead of its freeze.
+    await new Promise((r) => setTimeout(r, 3000));
+    const armed = await guard.arm({ domainUuid: UUID, domainName: 'g', owner: 'wf/run', deadlineMs: 300, agentTimeoutSec: 1 });
+    const standby = armed.guardPid!;
+    expect(cmdline(standby)).toContain('--standby');
+    await until(() => existsSync(firedMarkerPath(dir, UUID)) || undefined, 20_000);
+    expect((await guard.release(UUID)).guardFiredAt).toBeGreaterThan(0);
+    await until(() => !alive(standby) || undefined, 5000);
+    // Nothing warm left: the next arm starts its own, as without standbys.
+    const next = await guard.arm({ domainUuid: UUID, domainName: 'g', owner: 'wf/run2', deadlineMs: 60_000, agentTimeoutSec: 1 });
+    expect(cmdline(next.guardPid!)).not.toContain('--standby');
+    await guard.release(UUID);
+    guard.close();
+  }, 60_000);
+
+  it('an unarmed standby exits when its worker lets it go or dies (an armed one outliving its worker: the SIGKILL cases of thaw-guarantee)', async () => {
+    const guard = new FreezeGuard({ libvirtUri: 'qemu:///system?socket=/nonexistent', stateDir: tmp(), longLived: { standbys: 2 } });
+    guard.prewarm();
+    const idle = await until(() => standbyPids().find((p) => !before.has(p)), 20_000);
+    guard.close(); // while it may still be starting: it goes once up
+    await until(() => !alive(idle) || undefined, 20_000);
+    // A worker that dies: its pipe ends, the standby goes.
+    const script = `const { FreezeGuard } = require(${JSON.stringify(path.resolve('src/safety/freeze-guard.ts'))});
+      const g = new FreezeGuard({ libvirtUri: 'qemu:///system?socket=/nonexistent', stateDir: ${JSON.stringify(tmp())}, longLived: { standbys: 1 } });
+      g.prewarm(); setTimeout(() => process.kill(process.pid, 'SIGKILL'), 6000);`;
+    const seen = new Set(standbyPids());
+    const worker = spawn(process.execPath, ['--require', 'tsx/cjs', '-e', script], { stdio: 'ignore' });
+    const exited = new Promise<NodeJS.Signals | null>((r) => worker.on('exit', (_c, sig) => r(sig)));
+    const orphan = await until(() => standbyPids().find((p) => !seen.has(p)), 20_000);
+    expect(await exited).toBe('SIGKILL');
+    await until(() => !alive(orphan) || undefined, 20_000); // start-up included: it may still be loading when its worker dies
+  }, 60_000);
+
+  it("a cleared freeze's obligation goes after clear returns, queued until then; the next arm of the domain waits for it", async () => {
+    const dir = tmp();
+    const removed: string[] = [];
+    let gate: () => void = () => undefined;
+    const held = new Promise<void>((r) => (gate = r));
+    const records = new Map<string, string>();
+    const obligations = {
+      write: async (o: { domainUuid: string; freezeId: string }) => void records.set(o.domainUuid, o.freezeId),
+      read: async () => undefined,
+      all: async () => [],
+      resolve: async (_d: string, f?: string) => {
+        await held;
+        removed.push(f ?? '');
+        return true;
+      },
+    };
+    const guard = new FreezeGuard({ libvirtUri: 'qemu:///system?socket=/nonexistent', stateDir: dir, obligations: obligations as never, longLived: { standbys: 0 } });
+    const first = await guard.arm({ domainUuid: UUID, domainName: 'g', owner: 'wf/run', deadlineMs: 60_000, agentTimeoutSec: 1 });
+    await guard.release(UUID);
+    await guard.clear(UUID); // returns with Ceph still holding the record
+    expect(removed).toEqual([]);
+    expect(readFileSync(path.join(guard.journal.dir, `${UUID}.unrecord`), 'utf8')).toBe(first.freezeId);
+    let armedAgain = false;
+    const second = guard.arm({ domainUuid: UUID, domainName: 'g', owner: 'wf/run2', deadlineMs: 60_000, agentTimeoutSec: 1 }).then((e) => ((armedAgain = true), e));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(armedAgain).toBe(false);
+    gate();
+    const e2 = await second;
+    expect(removed).toEqual([first.freezeId]);
+    expect(records.get(UUID)).toBe(e2.freezeId);
+    expect(existsSync(path.join(guard.journal.dir, `${UUID}.unrecord`))).toBe(false);
+    await guard.release(UUID);
+  }, 60_000);
+
+  it('a removal Ceph refuses stays queued for the sweeper', async () => {
+    const dir = tmp();
+    let refuse = true;
+    const obligations = {
+      write: async () => undefined,
+      read: async () => undefined,
+      all: async () => [],
+      resolve: async () => {
+        if (refuse) throw new Error('rados: timed out');
+        return true;
+      },
+    };
+    const guard = new FreezeGuard({ libvirtUri: 'qemu:///system?socket=/nonexistent', stateDir: dir, obligations, longLived: { standbys: 0 } });
+    await guard.arm({ domainUuid: UUID, domainName: 'g', owner: 'wf/run', deadlineMs: 60_000, agentTimeoutSec: 1 });
+    await guard.release(UUID);
+    await guard.clear(UUID);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(existsSync(path.join(guard.journal.dir, `${UUID}.unrecord`))).toBe(true);
+    refuse = false;
+    expect(await guard.retryUnrecords()).toBe(0);
+    expect(existsSync(path.join(guard.journal.dir, `${UUID}.unrecord`))).toBe(false);
+  });
+});
+
+function cmdline(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
+  } catch {
+    return '';
+  }
+}
+
+/** Watchdog processes in standby (their argv says so), to tell a test's own from others'. */
+function standbyPids(): number[] {
+  return readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d) && / --standby /.test(cmdline(Number(d))) && cmdline(Number(d)).includes('watchdog'))
+    .map(Number);
+}
+const before = new Set(standbyPids());
+
+async function until<T>(f: () => T | undefined | false, ms: number): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = f();
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > end) throw new Error(`not within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
 
 describe('late-freeze watch', () => {
   it('its watchdog waits for the guard to journal it, and watches until the end (it used to read the entry first and quit)', async () => {
