@@ -27,7 +27,18 @@ export interface ConfigStats {
   paxos: number;
   contenders: ContenderStats[];
   /** vmsnap: end-to-end workflow time, sum of stepsMs, and the difference (orchestration overhead). */
-  orchestration?: { e2eP50: number; stepsSumP50: number; overheadP50: number; overheadPctP50: number };
+  orchestration?: {
+    e2eP50: number;
+    stepsSumP50: number;
+    overheadP50: number;
+    overheadPctP50: number;
+    /** stepsMs without the waits for turns (`lock`, `slots`): the activities' work alone. */
+    workSumP50: number;
+    turnsP50: number;
+    /** Per run, end-to-end ÷ sum of stepsMs (issue 31's figure), and ÷ the work alone. */
+    ratioToStepsP50: number;
+    ratioToWorkP50: number;
+  };
 }
 
 export interface Target {
@@ -68,6 +79,11 @@ export function configStats(samples: Sample[]): ConfigStats[] {
     const e2e = vm.map((s) => s.extra!.e2eMs as number);
     const sum = vm.map((s) => s.extra!.stepsSumMs as number);
     const over = vm.map((s) => (s.extra!.e2eMs as number) - (s.extra!.stepsSumMs as number));
+    const turnsOf = (s: (typeof vm)[number]) => {
+      const st = s.extra!.stepsMs as Record<string, number>;
+      return (st.lock ?? 0) + (st.slots ?? 0);
+    };
+    const work = vm.map((s) => (s.extra!.stepsSumMs as number) - turnsOf(s));
     const first = mine[0]!;
     return {
       guest: first.guest,
@@ -81,6 +97,10 @@ export function configStats(samples: Sample[]): ConfigStats[] {
               stepsSumP50: quantile(sum, 0.5),
               overheadP50: quantile(over, 0.5),
               overheadPctP50: quantile(vm.map((s) => (100 * ((s.extra!.e2eMs as number) - (s.extra!.stepsSumMs as number))) / (s.extra!.e2eMs as number)), 0.5),
+              workSumP50: quantile(work, 0.5),
+              turnsP50: quantile(vm.map(turnsOf), 0.5),
+              ratioToStepsP50: quantile(vm.map((s, i) => (s.extra!.e2eMs as number) / sum[i]!), 0.5),
+              ratioToWorkP50: quantile(vm.map((s, i) => (s.extra!.e2eMs as number) / work[i]!), 0.5),
             },
           }
         : {}),
@@ -103,6 +123,8 @@ export function targets(configs: ConfigStats[], flatten?: FlattenResult, load?: 
     add('vmsnap p99 / floor p99', vm.host.p99 / floor.host.p99, '<= 2.00', vm.host.p99 / floor.host.p99 <= 2);
     add('vmsnap p50 / naive p50', vm.host.p50 / naive.host.p50, '<= 0.50', vm.host.p50 / naive.host.p50 <= 0.5);
     add('nova p50 / vmsnap p50', nova.host.p50 / vm.host.p50, '>= 20', nova.host.p50 / vm.host.p50 >= 20);
+    const o = c.orchestration;
+    if (o) add('vmsnap end-to-end / sum of steps (p50)', o.ratioToStepsP50, '<= 1.30', o.ratioToStepsP50 <= 1.3);
   }
   const paxosValues = [...new Set(configs.map((c) => c.paxos))];
   for (const p of paxosValues) {
@@ -138,6 +160,10 @@ export function renderTables(configs: ConfigStats[], tgs: Target[], flatten?: Fl
     if (c.orchestration) {
       const o = c.orchestration;
       lines.push(`vmsnap orchestration (snapshot-only runs): end-to-end p50 ${fmt(o.e2eP50)} ms, sum of stepsMs p50 ${fmt(o.stepsSumP50)} ms, overhead p50 ${fmt(o.overheadP50)} ms (${fmt(o.overheadPctP50)}%)`);
+      lines.push(
+        `  of the steps, waits for turns (lock, slots) p50 ${fmt(o.turnsP50)} ms, the activities' work p50 ${fmt(o.workSumP50)} ms; ` +
+          `end-to-end ÷ steps p50 ${fmt(o.ratioToStepsP50, 2)}, ÷ work alone p50 ${fmt(o.ratioToWorkP50, 2)}`,
+      );
     }
   }
   if (flatten) {
