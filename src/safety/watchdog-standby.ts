@@ -19,6 +19,8 @@ export class WatchdogStandbys {
   private readonly ready: Standby[] = [];
   private booting = 0;
   private closed = false;
+  /** Told when a standby comes up (or fails to): an arm waiting for one that is starting. */
+  private readonly upWaiters = new Set<() => void>();
 
   constructor(private readonly max: number) {}
 
@@ -31,6 +33,7 @@ export class WatchdogStandbys {
       this.booting--;
       if (ok && s.alive() && !this.closed) this.ready.push(s);
       else s.dismiss();
+      for (const w of [...this.upWaiters]) w();
     });
   }
 
@@ -40,11 +43,26 @@ export class WatchdogStandbys {
    * was up or it had gone, and the caller spawns one as before.
    */
   async arm(args: WatchdogArgs, waitMs: number): Promise<number | undefined> {
+    // One still starting is waited for (within the same bound a fresh one gets): starting a
+    // second process beside it would put two start-ups next to the freeze instead of none.
+    if (!this.ready.length && this.booting) await this.someUp(waitMs);
     for (let s = this.take(); s; s = this.take()) {
       const armed = await s.arm(args, waitMs);
       if (armed) return s.pid;
     }
     return undefined;
+  }
+
+  private someUp(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.upWaiters.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.upWaiters.add(done);
+    });
   }
 
   /** Lets every idle standby go, and those still starting once up; no more are started. */
