@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto';
 import { RadosCluster, isNotFound, openImage, readImageIfExists } from '../ceph';
 import type { IoCtx } from '../ceph';
+import { imageLockers } from '../ceph/rbd-status-cli';
 import type { ImageLocation } from '../ceph/rbd-status-cli';
+import type { OmapCliOptions } from '../ceph/omap-cli';
 import { readCatalog } from '../restore/catalog';
 import { definitionRefusal } from '../restore/definition-allow-list';
 import { pointRbdSourcesAt, rewriteForNewDomain } from '../restore/domain-xml-rewrite';
@@ -20,7 +22,9 @@ import type { RestoreKey } from '../host/restore-key';
 export class DrRestoreRefusal extends Error {
   constructor(
     message: string,
-    readonly type: 'DrPointNotFound' | 'DrPointIncomplete' | 'RestoreRecordUntrusted' | 'DefinitionRefused' | 'NameConflict' | 'PrimaryStillActive' | 'NotMirrored',
+    readonly type:
+      | 'DrPointNotFound' | 'DrPointIncomplete' | 'RestoreRecordUntrusted' | 'DefinitionRefused' | 'NameConflict' | 'PrimaryStillActive' | 'NotMirrored'
+      | 'PrimaryInUse' | 'PrimaryUnreachable',
   ) {
     super(message);
   }
@@ -48,6 +52,8 @@ export interface DrRestorePlan {
   xml: string;
   /** Promote with force (the primary is lost, unreachable, or --force), or plainly (it was demoted). */
   forcePromote: boolean;
+  /** --planned: the primary's images to demote first (those still primary there), then wait for the demotion on the DR site. */
+  demote?: ImageLocation[];
   primary: PrimarySide;
 }
 
@@ -136,6 +142,44 @@ export async function askPrimary(ceph: { conf: string; id: string; keyring?: str
   } finally {
     await cluster.shutdown().catch(() => undefined);
   }
+}
+
+/** `pool/[namespace/]image` as a location. */
+export function locationOf(spec: string): ImageLocation {
+  const [pool, ...rest] = spec.split('/');
+  return { pool: pool!, image: rest.at(-1)!, ...(rest.length > 1 ? { namespace: rest[0] } : {}) };
+}
+
+/**
+ * `--planned` (docs/dr.md#planned-failover): the primary site must answer (it is asked to demote),
+ * each image must mirror there (primary, or demoted by an earlier try), and none may be in use:
+ * demoting a disk under a running VM makes it read-only beneath the guest. In use is what Ceph can
+ * tell from here, the image's exclusive lock held (`rbd lock ls` on the primary cluster): the VM's
+ * QEMU takes it at its first write and releases it when it closes the image, so a VM still running
+ * holds it, and so does one whose QEMU died without closing. Returns the images to demote.
+ */
+export async function plannedDemotion(cli: OmapCliOptions, primary: PrimarySide): Promise<ImageLocation[]> {
+  if (!primary.reachable) {
+    throw new DrRestoreRefusal(
+      `a planned failover demotes the primary's images, and the primary site does not answer (${primary.why}); without --planned, dr-restore force-promotes the DR copies`,
+      'PrimaryUnreachable',
+    );
+  }
+  const other = primary.images.filter((i) => i.state !== 'primary' && i.state !== 'demoted');
+  if (other.length) throw new DrRestoreRefusal(`a planned failover needs every image mirrored at the primary site: ${other.map((i) => `${i.image} ${i.state}`).join(', ')}`, 'NotMirrored');
+  const toDemote = primary.images.filter((i) => i.state === 'primary');
+  const inUse: string[] = [];
+  for (const i of toDemote) {
+    const lockers = await imageLockers(cli, locationOf(i.image));
+    if (lockers.length) inUse.push(`${i.image} (exclusive lock held by ${lockers.join(', ')})`);
+  }
+  if (inUse.length) {
+    throw new DrRestoreRefusal(
+      `the primary VM is still running, or its QEMU died holding its disks: ${inUse.join('; ')}. Shut the VM down on the primary site first (a planned failover demotes its disks, read-only beneath a running guest); a QEMU that died: rbd lock rm on the primary cluster, or dr-restore without --planned`,
+      'PrimaryInUse',
+    );
+  }
+  return toDemote.map((i) => locationOf(i.image));
 }
 
 /** The new VM's UUID, derived from its name and the point: re-running the same restore names the same VM. */

@@ -11,7 +11,7 @@ import { loadLabEnv, type LabDrEnv } from '../../support/lab/env';
 import { startScratchGuest, type ScratchGuest } from '../../support/lab/scratch-guest';
 import { cliEnv, vmsnapCli } from '../helpers/cli';
 import { startHarness, uniqueId, type Harness } from '../helpers/harness';
-import { extendedIt } from '../helpers/lanes';
+import { extendedDescribe, extendedIt } from '../helpers/lanes';
 
 /*
  * Recovery on the DR site (docs/dr.md#recovery-on-the-dr-site) on the real lab: a 1-disk guest of
@@ -98,6 +98,10 @@ async function drImageInfo(name: string): Promise<{ mirroring?: { primary: boole
   return JSON.parse((await drRbd(dr, ['info', '--format', 'json', `${dr.pool}/${name}`])).stdout) as never;
 }
 
+async function primaryImageInfo(name: string): Promise<{ mirroring?: { primary: boolean } }> {
+  return JSON.parse((await rbd(env, ['info', '--format', 'json', `${env.pools.vm}/${name}`])).stdout) as never;
+}
+
 async function sumOf(ioctx: IoCtx, name: string, snap?: string): Promise<string> {
   const img = await openImage(ioctx, name, { readOnly: true, ...(snap ? { snap } : {}) });
   try {
@@ -122,6 +126,7 @@ describe('dr-restore on the lab: the VM recovered on the DR site from the run’
     const primarySum = await sumOf(io, image(), snap);
     const base = ['--as', recovered, '--secret', secret.uuid, '--json'];
     const unchanged = async () => {
+      expect((await primaryImageInfo(image())).mirroring?.primary, 'the image is still primary at the primary site').toBe(true);
       expect((await drImageInfo(image())).mirroring?.primary, 'the DR copy is still non-primary').toBe(false);
       expect((await virsh(env, ['dominfo', recovered]).catch((e: Error) => e)) instanceof Error, `no domain ${recovered}`).toBe(true);
       expect((await drRbd(dr, ['ls', dr.pool])).stdout).not.toContain(recovered);
@@ -132,6 +137,8 @@ describe('dr-restore on the lab: the VM recovered on the DR site from the run’
       [['vmsnap-no-such-vm', ...base], drEnv(path.join(tmp, 'lost.conf')), 'DrPointNotFound'],
       [[guest.name, '--from', 'snap-not-on-the-dr-site', ...base], drEnv(path.join(tmp, 'lost.conf')), 'DrPointNotFound'],
       [[guest.name, '--from', workflowId, ...base], drEnv(), 'PrimaryStillActive'],
+      // A planned failover would demote the disks beneath the running guest.
+      [[guest.name, '--from', workflowId, '--planned', ...base], drEnv(), 'PrimaryInUse'],
     ];
     for (const [args, e, type] of refusals) {
       const out = await vmsnapCli(['dr-restore', ...args], e);
@@ -186,5 +193,59 @@ describe('dr-restore on the lab: the VM recovered on the DR site from the run’
     expect(xml).toContain(`name='${dr.pool}/${booted}-vdb'`);
     expect(xml).toContain(`<config file='${dr.conf}'/>`);
     expect(await agentCommand(env, booted, 'guest-ping')).toEqual({});
+  }, 300_000);
+});
+
+/*
+ * A planned failover (docs/dr.md#planned-failover), extended lane: a guest of its own (a boot,
+ * and its DR copy promoted at the end, so nothing else here can use it), a quiesced DR run, the
+ * guest shut off, then `dr-restore --planned`: the primary's image demoted, the demotion copied
+ * to the DR site, the copy promoted without force, the disk a clone of the run's snapshot.
+ */
+extendedDescribe('dr-restore --planned on the lab', () => {
+  let planned: ScratchGuest;
+  const as = `vmsnap-drp-${tag}`;
+  const disk = () => `${planned.name}-vdb`;
+
+  beforeAll(async () => {
+    planned = await startScratchGuest(env, env.guests!.oneDisk, { disks: 1 });
+    await rbd(env, ['mirror', 'image', 'enable', `${env.pools.vm}/${disk()}`, 'snapshot']);
+  }, 180_000);
+
+  afterAll(async () => {
+    await virsh(env, ['undefine', as]).catch(() => undefined);
+    if (!planned) return;
+    await rbd(env, ['mirror', 'image', 'disable', '--force', `${env.pools.vm}/${disk()}`]).catch(() => undefined);
+    await drRbd(dr, ['rm', '--no-progress', `${dr.pool}/${as}-vdb`]).catch(() => undefined);
+    await drRbd(dr, ['mirror', 'image', 'disable', '--force', `${dr.pool}/${disk()}`]).catch(() => undefined);
+    await drRbd(dr, ['snap', 'purge', '--no-progress', `${dr.pool}/${disk()}`]).catch(() => undefined);
+    await drRbd(dr, ['rm', '--no-progress', `${dr.pool}/${disk()}`]).catch((e: Error) => console.log(`[dr-restore] DR image left: ${e.message}`));
+    await planned.remove();
+  }, 120_000);
+
+  extendedIt('with the primary VM shut off: demoted there, the demotion waited for, promoted here without force, the VM defined on the clone of the run’s snapshot', async () => {
+    const workflowId = uniqueId('drp');
+    const r = (await (
+      await h.client.workflow.start('consistentSnapshot', {
+        taskQueue: h.hw.taskQueue,
+        workflowId,
+        args: [{ domain: planned.name, quiesce: 'require', target: { clone: false, mirror: { waitMs: 120_000 } } }],
+      })
+    ).result()) as SnapshotResult;
+    expect(r.quiesced).toBe(true);
+    const snap = r.disks[0]!.snapshot.split('@')[1]!;
+    const primarySum = await sumOf(io, disk(), snap);
+    await virsh(env, ['destroy', planned.name]);
+    const out = await vmsnapCli(['dr-restore', planned.name, '--from', workflowId, '--planned', '--no-start', '--verify', '--as', as, '--secret', secret.uuid, '--json'], drEnv());
+    expect(out.code, out.stdout + out.stderr).toBe(0);
+    const res = JSON.parse(out.stdout) as DrRestoreResult;
+    console.log(`[dr-restore] planned failover in ${out.ms} ms (CLI process), steps ${JSON.stringify(res.stepsMs)}`);
+    expect(res.demoted).toEqual([`${env.pools.vm}/${disk()}`]);
+    expect(res.promoted).toEqual([{ image: `${dr.pool}/${disk()}`, force: false, already: false }]);
+    expect(res.primary).toMatchObject({ reachable: true, images: [{ image: `${env.pools.vm}/${disk()}`, state: 'primary' }] });
+    expect((await primaryImageInfo(disk())).mirroring?.primary, 'demoted at the primary site').toBe(false);
+    expect((await drImageInfo(disk())).mirroring?.primary, 'promoted on the DR site').toBe(true);
+    expect(res.disks[0]!.sha256, 'the recovered disk: the bytes of the run’s snapshot on the primary').toBe(primarySum);
+    expect((await virsh(env, ['domstate', as])).stdout.trim()).toBe('shut off');
   }, 300_000);
 });
