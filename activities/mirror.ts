@@ -1,6 +1,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { isNotFound, openImage } from '../src/ceph';
+import { getPoolMirrorMode, isNotFound, openImage } from '../src/ceph';
+import { faultPoint } from '../src/host/fault-points';
 import type { IoCtx, SnapRequest } from '../src/ceph';
 import { nowMs } from '../src/host/clock';
 import { FailureType } from '../src/model/failures';
@@ -24,6 +25,14 @@ export const MIRROR_POLL_MS = 250;
  */
 export const MIRROR_LOOK_TIMEOUT_MS = 10_000;
 
+/**
+ * Bound on the check before the freeze that the DR site answers (a connect when the worker has no
+ * session yet, then one read there). Below the DR session's connect timeout (10 s, host-deps), so
+ * that a DR site that does not answer ends the check here, typed, in its first try: the check
+ * runs inside inspect, a local activity whose tries share one 30 s budget.
+ */
+export const MIRROR_CHECK_TIMEOUT_MS = 8000;
+
 /** Bound on reading the disks' mirroring through their snapshotter lane (reads, no lock involved). */
 const MIRROR_STATE_TIMEOUT_MS = 10_000;
 
@@ -32,8 +41,8 @@ const lookup = (s: RbdLocation): SnapRequest => ({ pool: s.pool, namespace: s.na
 /**
  * Before anything is frozen: the DR site is configured and reachable, and every disk's image
  * mirrors in snapshot mode with this side primary. Disk targets `only`: the ones the run asked
- * for (default all). Fails MirrorUnavailable / MirrorNotEnabled, never retryable but for a DR
- * cluster that does not answer now.
+ * for (default all). Fails MirrorUnavailable / MirrorNotEnabled, never retryable but for an error
+ * opening the DR site's pool (a DR site that does not answer fails at the bound).
  */
 export async function checkMirroring(deps: ActivityDeps, disks: InspectedDisk[], only?: readonly string[]): Promise<void> {
   const dr = deps.dr;
@@ -62,9 +71,18 @@ export async function checkMirroring(deps: ActivityDeps, disks: InspectedDisk[],
   }
   const pools = new Map(rbd.map((d) => [`${d.rbd.pool}/${d.rbd.namespace ?? ''}`, d.rbd]));
   for (const [spec, at] of pools) {
-    const opened = await during(`open pool ${spec} on the DR site`, () => bounded(MIRROR_LOOK_TIMEOUT_MS, () => dr.ioctx(at.pool, at.namespace)), { type: FailureType.MirrorUnavailable, nonRetryable: false });
-    if (opened === undefined) {
-      throw ApplicationFailure.nonRetryable(`the DR site did not answer within ${MIRROR_LOOK_TIMEOUT_MS} ms (opening pool ${spec} there); nothing was frozen`, FailureType.MirrorUnavailable);
+    // A round trip to the DR site's OSDs, not only an open: a worker's session and its ioctx
+    // outlive a DR site that stopped answering, and opening a cached ioctx asks nobody.
+    const mode = await during(
+      `read pool ${spec}'s mirroring on the DR site`,
+      () => bounded(MIRROR_CHECK_TIMEOUT_MS, async () => getPoolMirrorMode(await dr.ioctx(at.pool, at.namespace))),
+      { type: FailureType.MirrorUnavailable, nonRetryable: false },
+    );
+    if (mode === undefined) {
+      throw ApplicationFailure.nonRetryable(`the DR site did not answer within ${MIRROR_CHECK_TIMEOUT_MS} ms (reading pool ${spec}'s mirroring there); nothing was frozen`, FailureType.MirrorUnavailable);
+    }
+    if (mode === 'disabled') {
+      throw ApplicationFailure.nonRetryable(`the DR site's pool ${spec} does not mirror (rbd mirror pool enable ${at.pool} image, on the DR cluster): rbd-mirror would copy nothing there`, FailureType.MirrorNotEnabled);
     }
   }
 }
@@ -134,6 +152,7 @@ export function mirrorToDrSite(deps: ActivityDeps) {
     const requests = req.disks.map((d) => lookup(d.source));
     // The record first: a mirror snapshot carries the image's metadata as it is when it is taken.
     await recordDrPoints(deps, req);
+    await faultPoint('mirror:before-snapshots');
     const taken = await during('take mirror snapshots', () => deps.snapshotter.createMirrorSnaps(requests, { timeoutMs: req.snapshotTimeoutMs }), {
       type: FailureType.MirrorNotReplicated,
       nonRetryable: true,
@@ -147,18 +166,29 @@ export function mirrorToDrSite(deps: ActivityDeps) {
     const disks = req.disks.map((d, i) => ({ ...d, mirrorSnapId: taken.snapIds.get(requests[i]!)! }));
     const copied = new Map<string, { drMirrorSnapId: number; carriedBy: number; at: number }>();
     const where: Record<string, string> = {};
-    /** Looks that got no answer in a row: a DR site that never answered is not "not copied yet". */
+    // A look the bound gave up on still holds an addon thread inside librados until the DR site
+    // answers; the next round waits on that same look, so a silent site costs one thread per disk.
+    const inFlight = new Map<string, Promise<Seen>>();
+    const look = (d: (typeof disks)[number]): Promise<Seen> => {
+      let p = inFlight.get(d.target);
+      if (!p) {
+        p = (async () => {
+          const io = await during('open the DR site’s pool', () => dr.ioctx(d.source.pool, d.source.namespace), { type: FailureType.MirrorUnavailable, nonRetryable: false });
+          return lookAt(io, d.source.image, d.mirrorSnapId, d.snap);
+        })();
+        const done = () => inFlight.delete(d.target);
+        p.then(done, done);
+        inFlight.set(d.target, p);
+      }
+      return p;
+    };
+    /** Looks in a row the DR site did not answer: a wait that ends on one is the site's silence, not a slow copy. */
     let unanswered = 0;
     for (;;) {
       for (const d of disks) {
         if (copied.has(d.target)) continue;
         const remaining = req.waitMs - (nowMs() - startedAt);
-        const seen = await during(`look at ${d.source.image} on the DR site`, () =>
-          bounded(Math.max(1000, Math.min(MIRROR_LOOK_TIMEOUT_MS, remaining)), async () => {
-            const io = await during('open the DR site’s pool', () => dr.ioctx(d.source.pool, d.source.namespace), { type: FailureType.MirrorUnavailable, nonRetryable: false });
-            return lookAt(io, d.source.image, d.mirrorSnapId, d.snap);
-          }),
-        );
+        const seen = await during(`look at ${d.source.image} on the DR site`, () => bounded(Math.max(1000, Math.min(MIRROR_LOOK_TIMEOUT_MS, remaining)), () => look(d)));
         if (seen === undefined) {
           unanswered++;
           where[d.target] = 'DR site not answering';
@@ -173,10 +203,15 @@ export function mirrorToDrSite(deps: ActivityDeps) {
       if (copied.size === disks.length) break;
       if (waitedMs > req.waitMs) {
         const left = disks.filter((d) => !copied.has(d.target)).map((d) => `${d.target}: ${where[d.target] ?? 'not looked at'}`);
-        const silent = unanswered > 0 && !Object.values(where).some((w) => w !== 'DR site not answering');
+        if (unanswered > 0) {
+          throw ApplicationFailure.nonRetryable(
+            `the DR site did not answer: its last ${unanswered} look(s) got no answer within their bound (${MIRROR_LOOK_TIMEOUT_MS} ms at most), and the wait ran out after ${Math.round(waitedMs)} ms (target.mirror.waitMs ${req.waitMs}); no complete copy of this run's snapshots seen there: ${left.join('; ')}`,
+            FailureType.MirrorUnavailable,
+          );
+        }
         throw ApplicationFailure.nonRetryable(
-          `the DR site has no complete copy of this run's snapshots after ${Math.round(waitedMs)} ms (target.mirror.waitMs ${req.waitMs})${silent ? `: the DR site did not answer (each look bounded by ${MIRROR_LOOK_TIMEOUT_MS} ms)` : ''}: ${left.join('; ')}`,
-          silent ? FailureType.MirrorUnavailable : FailureType.MirrorNotReplicated,
+          `the DR site has no complete copy of this run's snapshots after ${Math.round(waitedMs)} ms (target.mirror.waitMs ${req.waitMs}): ${left.join('; ')}`,
+          FailureType.MirrorNotReplicated,
         );
       }
       await sleep(MIRROR_POLL_MS, ctx.cancellationSignal);

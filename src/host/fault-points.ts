@@ -9,7 +9,7 @@ import { FailureType } from '../model/failures';
  * VMSNAP_FAULT_DIR: at a listed point the worker drops a marker file the suite waits for, then
  * stalls for VMSNAP_FAULT_PAUSE_MS (default: until killed). Production workers never set these.
  */
-export type FaultPoint = 'freeze:before-call' | 'freeze:after' | 'snapshot:after' | 'flatten:progress' | 'restore:after-clone' | 'restore:after-swap';
+export type FaultPoint = 'freeze:before-call' | 'freeze:after' | 'snapshot:after' | 'mirror:before-snapshots' | 'flatten:progress' | 'restore:after-clone' | 'restore:after-swap';
 
 export async function faultPoint(point: FaultPoint): Promise<void> {
   const marker = mark(point);

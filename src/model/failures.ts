@@ -48,7 +48,11 @@ export const FailureType = {
    * (`rbd mirror image enable POOL/IMAGE snapshot`). Found before anything is frozen. Never retryable.
    */
   MirrorNotEnabled: 'MirrorNotEnabled',
-  /** DR mode: this host has no DR site configured (drCeph), or its cluster cannot be reached. */
+  /**
+   * DR mode: this host has no DR site configured (drCeph), or its cluster does not answer: at the
+   * check before the freeze (nothing frozen), or through a wait that ran out on a look the DR site
+   * left unanswered (the run's snapshot is removed here; no replicated point is claimed).
+   */
   MirrorUnavailable: 'MirrorUnavailable',
   /**
    * DR mode: a mirror snapshot failed, or the DR site did not have this run's snapshots within
