@@ -112,6 +112,11 @@ export class FreezeGuard {
     this.standbys?.prewarm();
   }
 
+  /** Standby watchdogs up and unused. */
+  standbysUp(): number {
+    return this.standbys?.up ?? 0;
+  }
+
   /** Lets idle standby watchdogs go (the worker's shutdown); armed ones are not touched. */
   close(): void {
     this.standbys?.close();

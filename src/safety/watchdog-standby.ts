@@ -65,6 +65,11 @@ export class WatchdogStandbys {
     });
   }
 
+  /** How many are up and unused (doctor-style checks, tests). */
+  get up(): number {
+    return this.ready.length;
+  }
+
   /** Lets every idle standby go, and those still starting once up; no more are started. */
   close(): void {
     this.closed = true;

@@ -175,8 +175,8 @@ describe('freeze guard of a long-lived process (issue 31: the cost of a run outs
     const dir = tmp();
     const guard = new FreezeGuard({ libvirtUri: 'qemu:///system?socket=/nonexistent', stateDir: dir, longLived: { standbys: 1 } });
     guard.prewarm();
-    // Up (it says so on its pipe) before the arm, as at a run's inspect ~0.3 s ahead of its freeze.
-    await new Promise((r) => setTimeout(r, 3000));
+    // Up (it says so on its pipe) before the arm, as at a run's inspect ahead of its freeze.
+    await until(() => guard.standbysUp() > 0 || undefined, 30_000);
     const armed = await guard.arm({ domainUuid: UUID, domainName: 'g', owner: 'wf/run', deadlineMs: 300, agentTimeoutSec: 1 });
     const standby = armed.guardPid!;
     expect(cmdline(standby)).toContain('--standby');
