@@ -1,4 +1,4 @@
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
@@ -14,7 +14,7 @@ import type { FreezeObligation } from '../model/freeze-obligation';
 import type { OmapCliOptions } from '../ceph/omap-cli';
 import type { LibvirtClient } from '../libvirt';
 import { anotherRunsWindow } from './late-freeze';
-import { WatchdogStandbys } from './watchdog-standby';
+import { WatchdogStandbys, killGroup, spawnWatchdog } from './watchdog-standby';
 
 export type { JournalEntry } from './freeze-journal';
 
@@ -364,24 +364,9 @@ export class FreezeGuard {
       await this.journal.write(journaled);
       return journaled;
     }
-    const { file, execArgv } = nodeEntry(__dirname, 'watchdog', __filename);
-    // Detached into its own session: a worker that dies (or a stop of the worker's process only)
-    // leaves it running. Not a shell: the arguments travel as one JSON argv element. fd 3 is the
-    // pipe it says "up" on.
-    const child = spawn(process.execPath, [...execArgv, file, JSON.stringify({ ...args, readyFd: 3 })], {
-      detached: true,
-      stdio: ['ignore', 'ignore', 'ignore', 'pipe'],
-    });
-    child.unref();
-    // Its start-up (a Node process) must not take CPU from the guest's freeze right after it.
-    if (child.pid) {
-      try {
-        os.setPriority(child.pid, 10);
-      } catch {
-        // not permitted here: it then starts at the worker's priority
-      }
-    }
-    // Nor run beside it at all: a freeze asked for while the watchdog still boots took 1.18x as
+    // The arguments travel as one JSON argv element; fd 3 is the pipe it says "up" on.
+    const child = spawnWatchdog([JSON.stringify({ ...args, readyFd: 3 })]);
+    // Its start-up must not run beside the freeze: a freeze asked for while the watchdog still boots took 1.18x as
     // long, and the guest stalled 1.12x as long (bench/guard-cost.ts). The wait comes out of
     // the deadline (fixed above), before the freeze instead of inside its window.
     await startedUp(child.stdio[3] as Readable | null, WATCHDOG_READY_WAIT_MS);
@@ -423,10 +408,3 @@ function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-function killGroup(pid: number): void {
-  try {
-    process.kill(-pid, 'SIGKILL');
-  } catch {
-    // Already gone: it fired and finished, or was released earlier.
-  }
-}

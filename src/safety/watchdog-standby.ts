@@ -103,21 +103,8 @@ interface Standby {
 }
 
 function startStandby(): Standby {
-  const { file, execArgv } = nodeEntry(__dirname, 'watchdog', __filename);
-  // Detached into its own session, as a freshly spawned watchdog: once armed it must outlive the
-  // worker. fd 3 is the pipe it says "up" on, reads its arguments from and acknowledges them on.
-  const child: ChildProcess = spawn(process.execPath, [...execArgv, file, '--standby', String(STANDBY_IDLE_MS)], {
-    detached: true,
-    stdio: ['ignore', 'ignore', 'ignore', 'pipe'],
-  });
-  child.unref();
-  if (child.pid) {
-    try {
-      os.setPriority(child.pid, 10);
-    } catch {
-      // not permitted here: it runs at the worker's priority
-    }
-  }
+  // fd 3 is the pipe it says "up" on, reads its arguments from and acknowledges them on.
+  const child = spawnWatchdog(['--standby', String(STANDBY_IDLE_MS)]);
   const pipe = child.stdio[3] as Socket | null;
   pipe?.unref();
   let closed = !pipe;
@@ -189,7 +176,27 @@ function startStandby(): Standby {
   return s;
 }
 
-function killGroup(pid: number): void {
+/**
+ * A watchdog process, as every arm starts one: detached into its own session (a worker that dies,
+ * or a stop of the worker's process only, leaves it running), not a shell (its arguments travel as
+ * argv elements), fd 3 a pipe, and niced: its start-up must not take CPU from a guest's freeze.
+ */
+export function spawnWatchdog(argv: string[]): ChildProcess {
+  const { file, execArgv } = nodeEntry(__dirname, 'watchdog', __filename);
+  const child = spawn(process.execPath, [...execArgv, file, ...argv], { detached: true, stdio: ['ignore', 'ignore', 'ignore', 'pipe'] });
+  child.unref();
+  if (child.pid) {
+    try {
+      os.setPriority(child.pid, 10);
+    } catch {
+      // not permitted here: it runs at the worker's priority
+    }
+  }
+  return child;
+}
+
+/** SIGKILL to a watchdog's process group (its session: it and anything it started). */
+export function killGroup(pid: number): void {
   try {
     process.kill(-pid, 'SIGKILL');
   } catch {
