@@ -7,6 +7,7 @@ import { LibvirtConnectionError, LibvirtError } from '../../src/libvirt';
 import type { LibvirtClient } from '../../src/libvirt';
 import { bootId, monoMs } from '../../src/host/clock';
 import { FreezeGuard } from '../../src/safety/freeze-guard';
+import { spawnWatchdog } from '../../src/safety/watchdog-standby';
 import { FreezeJournal, firedMarkerPath, isOverdue, parseEntry } from '../../src/safety/freeze-journal';
 import type { JournalEntry } from '../../src/safety/freeze-journal';
 import { lockStateDir, StateDirLockedError } from '../../src/host/state-dir-lock';
@@ -206,6 +207,18 @@ describe('freeze guard of a long-lived process (issue 31: the cost of a run outs
     const orphan = await until(() => standbyPids().find((p) => !seen.has(p)), 20_000);
     expect(await exited).toBe('SIGKILL');
     await until(() => !alive(orphan) || undefined, 20_000); // start-up included: it may still be loading when its worker dies
+  }, 60_000);
+
+  it('a standby nobody arms exits on its own once its idle time is up, its pipe still open', async () => {
+    const child = spawnWatchdog(['--standby', '1500']); // the worker's is STANDBY_IDLE_MS, 120 s
+    const pipe = child.stdio[3]!;
+    const up = new Promise<string>((r) => pipe.once('data', (d) => r(String(d))));
+    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    expect(await up).toBe('up\n');
+    const t0 = Date.now();
+    expect(await exited).toBe(0);
+    expect(Date.now() - t0).toBeLessThan(20_000);
+    pipe.destroy();
   }, 60_000);
 
   it("a cleared freeze's obligation goes after clear returns, queued until then; the next arm of the domain waits for it", async () => {
