@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } fro
 import { spawn } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { LibvirtConnectionError, LibvirtError } from '../../src/libvirt';
 import type { LibvirtClient } from '../../src/libvirt';
 import { bootId, monoMs } from '../../src/host/clock';
@@ -172,8 +172,20 @@ describe('freeze guard', () => {
 });
 
 describe('freeze guard of a long-lived process (issue 31: the cost of a run outside its window)', () => {
+  // A case that fails between an arm and its release must not leave a watchdog retrying forever.
+  const dirs: string[] = [];
+  const ownTmp = () => {
+    const d = tmp();
+    dirs.push(d);
+    return d;
+  };
+  afterAll(() => {
+    for (const d of readdirSync('/proc').filter((x) => /^\d+$/.test(x))) {
+      if (dirs.some((dir) => cmdline(Number(d)).includes(dir))) killQuietly(Number(d));
+    }
+  });
   it('a prewarmed watchdog is the one armed, and it fires at the deadline like a fresh one', async () => {
-    const dir = tmp();
+    const dir = ownTmp();
     const guard = new FreezeGuard({ libvirtUri: 'qemu:///system?socket=/nonexistent', stateDir: dir, longLived: { standbys: 1 } });
     guard.prewarm();
     // Up (it says so on its pipe) before the arm, as at a run's inspect ahead of its freeze.
@@ -192,7 +204,7 @@ describe('freeze guard of a long-lived process (issue 31: the cost of a run outs
   }, 60_000);
 
   it('an unarmed standby exits when its worker lets it go or dies (an armed one outliving its worker: the SIGKILL cases of thaw-guarantee)', async () => {
-    const guard = new FreezeGuard({ libvirtUri: 'qemu:///system?socket=/nonexistent', stateDir: tmp(), longLived: { standbys: 2 } });
+    const guard = new FreezeGuard({ libvirtUri: 'qemu:///system?socket=/nonexistent', stateDir: ownTmp(), longLived: { standbys: 2 } });
     guard.prewarm();
     const idle = await until(() => standbyPids().find((p) => !before.has(p)), 20_000);
     guard.close(); // while it may still be starting: it goes once up
@@ -222,7 +234,7 @@ describe('freeze guard of a long-lived process (issue 31: the cost of a run outs
   }, 60_000);
 
   it("a cleared freeze's obligation goes after clear returns, queued until then; the next arm of the domain waits for it", async () => {
-    const dir = tmp();
+    const dir = ownTmp();
     const removed: string[] = [];
     let gate: () => void = () => undefined;
     const held = new Promise<void>((r) => (gate = r));
@@ -256,7 +268,7 @@ describe('freeze guard of a long-lived process (issue 31: the cost of a run outs
   }, 60_000);
 
   it('a removal Ceph refuses stays queued for the sweeper', async () => {
-    const dir = tmp();
+    const dir = ownTmp();
     let refuse = true;
     const obligations = {
       write: async () => undefined,
@@ -278,6 +290,14 @@ describe('freeze guard of a long-lived process (issue 31: the cost of a run outs
     expect(existsSync(path.join(guard.journal.dir, `${UUID}.unrecord`))).toBe(false);
   });
 });
+
+function killQuietly(pid: number): void {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    // gone already
+  }
+}
 
 function cmdline(pid: number): string {
   try {
