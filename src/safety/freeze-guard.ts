@@ -282,7 +282,8 @@ export class FreezeGuard {
   private async unrecordQueued(domainUuid: string): Promise<boolean> {
     if (!this.opts.obligations) return true;
     const file = path.join(this.journal.dir, `${domainUuid}.unrecord`);
-    const freezeId = await fs.readFile(file, 'utf8').then((t) => t.trim(), () => undefined);
+    const queued = () => fs.readFile(file, 'utf8').then((t) => t.trim(), () => undefined);
+    const freezeId = await queued();
     if (freezeId === undefined) return true; // done meanwhile (the sweeper's retry)
     try {
       await this.opts.obligations.resolve(domainUuid, freezeId || undefined);
@@ -291,7 +292,7 @@ export class FreezeGuard {
       return false;
     }
     // A newer freeze's queued removal may have replaced this one meanwhile: it stays queued.
-    if ((await fs.readFile(file, 'utf8').then((t) => t.trim(), () => undefined)) === freezeId) await fs.rm(file, { force: true });
+    if ((await queued()) === freezeId) await fs.rm(file, { force: true });
     return true;
   }
 
@@ -366,9 +367,9 @@ export class FreezeGuard {
     }
     // The arguments travel as one JSON argv element; fd 3 is the pipe it says "up" on.
     const child = spawnWatchdog([JSON.stringify({ ...args, readyFd: 3 })]);
-    // Its start-up must not run beside the freeze: a freeze asked for while the watchdog still boots took 1.18x as
-    // long, and the guest stalled 1.12x as long (bench/guard-cost.ts). The wait comes out of
-    // the deadline (fixed above), before the freeze instead of inside its window.
+    // Its start-up must not run beside the freeze: a freeze asked for while the watchdog still
+    // boots took 1.18x as long, and the guest stalled 1.12x as long (bench/guard-cost.ts). The
+    // wait comes out of the deadline (fixed above), before the freeze instead of inside its window.
     await startedUp(child.stdio[3] as Readable | null, WATCHDOG_READY_WAIT_MS);
     const journaled: JournalEntry = { ...entry, guardPid: child.pid };
     await this.journal.write(journaled);

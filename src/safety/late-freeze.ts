@@ -2,6 +2,9 @@ import type { LibvirtClient } from '../libvirt';
 import { judgeLateFreeze } from '../model/freeze-obligation';
 import type { FreezeObligation } from '../model/freeze-obligation';
 
+/** Where the freeze obligations are read from (the guard's store, or the watchdog's own). */
+export type ObligationReader = { read(domainUuid: string): Promise<FreezeObligation | undefined> };
+
 /** What a late-freeze watch knows of the freeze it watches for. */
 export interface WatchedFreeze {
   domainUuid: string;
@@ -26,7 +29,7 @@ export interface WatchedFreeze {
 export async function anotherRunsWindow(
   lv: LibvirtClient,
   watch: WatchedFreeze,
-  obligations: { read(domainUuid: string): Promise<FreezeObligation | undefined> } | undefined,
+  obligations: ObligationReader | undefined,
   clockSkewMs: number,
 ): Promise<FreezeObligation | undefined> {
   if (!obligations) return undefined;
@@ -42,7 +45,7 @@ export async function anotherRunsWindow(
 /** The same question for a caller that has just seen the guest frozen itself (the watch's watchdog). */
 export async function recordedOtherWindow(
   watch: WatchedFreeze,
-  obligations: { read(domainUuid: string): Promise<FreezeObligation | undefined> } | undefined,
+  obligations: ObligationReader | undefined,
   clockSkewMs: number,
 ): Promise<FreezeObligation | undefined> {
   if (!obligations) return undefined;

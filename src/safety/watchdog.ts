@@ -22,6 +22,7 @@ import { thawAndConfirm } from './thaw-confirm';
 import { recordedOtherWindow } from './late-freeze';
 import { ObligationStore } from './obligation-store';
 import type { WatchdogArgs } from './watchdog-args';
+import { STANDBY_IDLE_MS } from './watchdog-standby';
 
 const WATCH_POLL_MS = 250;
 /** The guard's wait for our "up" (freeze-guard.ts, 1.5 s) and its journal write, with room to spare. */
@@ -30,7 +31,7 @@ const JOURNALED_WAIT_MS = 5000;
 async function main(argv: string[]): Promise<number> {
   if (argv[0] === '--check') return selfCheck(argv[1]);
   if (argv[0] === '--standby') {
-    const a = await standBy(Number(argv[1]) || 120_000);
+    const a = await standBy(Number(argv[1]) || STANDBY_IDLE_MS);
     return a ? watch(a) : 0;
   }
   const a = JSON.parse(argv[0] ?? '') as WatchdogArgs;

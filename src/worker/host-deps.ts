@@ -43,7 +43,7 @@ export function createHostDeps(
     onLaneChildReady: (slot, addrs) => void fence.record(`snapshotter-${slot}`, addrs).catch(() => undefined),
   });
   const radosCli = { ...cephOpts, timeoutMs: 10_000 };
-  // Up to two watchdogs started ahead (at a run's inspect): ~40 MiB each while up, 120 s at most.
+  // Up to two watchdogs started ahead (at a run's inspect): ~16 MiB private each while up, 120 s at most.
   const guard = freezeGuardFor(config, (m, f) => log.error(m, f), 10_000, { standbys: Math.min(2, config.maxWindowsPerHost) });
 
   const libvirt = reopening(() => LibvirtClient.connect({ uri: config.libvirt.uri }));
