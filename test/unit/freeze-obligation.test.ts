@@ -25,6 +25,19 @@ describe('a freeze obligation record', () => {
     expect(decodeObligation(JSON.stringify({ ...o, deadlineAt: 'soon' }))).toBeUndefined();
   });
 
+  // docs/group-freeze.md: a group-aware coordinator adds a `group` field to each member's key and
+  // one group key beside them; hosts still on today's code must thaw the member at the group's
+  // deadline and never act on the group key.
+  it("a group member's record is honoured by today's decoder at its deadline, and the group's own key is never honoured", () => {
+    const member = { ...o, owner: 'group-wf/run', group: { id: 'g1', members: 3 } };
+    const read = decodeObligation(JSON.stringify(member));
+    expect(read).toEqual({ ...o, owner: 'group-wf/run' });
+    expect(judgeArrival(read!, 10_000, 1000)).toEqual({ act: 'thaw' });
+    expect(judgeLateFreeze(read, 'f0', 5000, 1000)).toBe('leave');
+    const groupKey = { groupId: 'g1', state: 'aborted', deadlineAt: 9000, members: [{ domainUuid: o.domainUuid, host: 'hv-a', freezeId: 'f1' }] };
+    expect(decodeObligation(JSON.stringify(groupKey))).toBeUndefined();
+  });
+
   it('another host waits for the deadline plus the clock skew, then thaws, whoever froze it', () => {
     expect(dueAt(o, 1000)).toBe(10_000);
     expect(judgeArrival(o, 9999, 1000)).toEqual({ act: 'wait', untilMs: 10_000 });
