@@ -105,6 +105,17 @@ export const imageOps = (hostQueue?: string) =>
     retry: RETRY.several,
   });
 
+/**
+ * Keeping a snapshot without a copy (snapshot-only mode): two owner-record writes, on the host
+ * queue. On the bulk queue it waited behind every other run's clones and flattens (6.5–16.5 s at
+ * 50 in flight, for ~0.4 s of work, bench/README.md) while the run held its domain lock.
+ */
+export const keepOps = () =>
+  proxyActivities<Activities>({
+    startToCloseTimeout: '2m',
+    retry: RETRY.several,
+  });
+
 /** Flatten: long, heartbeating; a retry restarts from a fresh clone (see flattenDisk). */
 export const flattening = (input: SnapshotInput) =>
   proxyActivities<Activities>({

@@ -4,7 +4,7 @@ import { SA } from '../src/model/search-attributes';
 import { quiesceRecord, snapshotResult, windowSteps } from '../src/model/snapshot-result';
 import type { Capture, CopiedDisk } from '../src/model/snapshot-result';
 import type { DiskPlan, FleetLimits, InspectResult, SnapshotPlan, SnapshotResult } from '../src/model/types';
-import { FEWER_ROUND_TRIPS, cleanup, flattening, imageOps, prepareLocal } from './activity-profiles';
+import { FEWER_ROUND_TRIPS, cleanup, flattening, imageOps, keepOps, prepareLocal } from './activity-profiles';
 import { captureDisks } from './capture';
 import { mirrorToDrSite } from './dr-mirror';
 import { failureType } from './failure-of';
@@ -81,7 +81,7 @@ async function copyDisk(ctx: RunContext, d: DiskPlan, plan: SnapshotPlan, captur
   if (!d.image) {
     // Timed like an image's finalize: its owner-record writes are work, not orchestration.
     await timed(steps, `finalize:${d.target}`, () =>
-      imageOps().finalizeDisk.executeWithOptions({ summary: `keep snapshot of ${d.target}` }, [{ source: d.source, snap: d.sourceSnap, ...record }]),
+      keepOps().finalizeDisk.executeWithOptions({ summary: `keep snapshot of ${d.target}` }, [{ source: d.source, snap: d.sourceSnap, ...record }]),
     );
     return undefined;
   }

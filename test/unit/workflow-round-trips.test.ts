@@ -52,6 +52,16 @@ describe('a snapshot-only run’s round trips', () => {
     expect(workflowTasks).toBeLessThanOrEqual(13);
   });
 
+  it('the kept snapshot’s finalize runs on the host queue, not behind other runs’ copies on the bulk queue', async () => {
+    const lane = laneOf();
+    const h = new FakeHost('vm-round-trips-keep');
+    const run = await lane.start(h, { quiesce: 'require', target: { clone: false } });
+    await run.result();
+    const events = (await run.fetchHistory()).events ?? [];
+    const queues = events.flatMap((e) => (e.activityTaskScheduledEventAttributes?.activityType?.name === 'finalizeDisk' ? [e.activityTaskScheduledEventAttributes.taskQueue?.name] : []));
+    expect(queues).toEqual(h.disks.map(() => lane.taskQueue));
+  });
+
   it('the domain lock, free: taken by starting its limit (no answer to wait for), given back by one signal, its end awaited as before', async () => {
     const h = new FakeHost('vm-round-trips-lock');
     const run = await laneOf().start(h, { quiesce: 'require', target: { clone: false } });
