@@ -43,6 +43,8 @@ import type { Summary } from './stats';
 
 export interface LoadOptions {
   workflows: number;
+  /** NODE_OPTIONS of the load worker's process (and so of its children), as a unit would set it. */
+  nodeOptions: string;
   idleRuns: number;
   minLaneRuns: number;
   log(line: string): void;
@@ -59,6 +61,8 @@ export interface WindowSample {
 
 export interface LoadResult {
   approach: string;
+  /** NODE_OPTIONS the load worker ran with ('' = node's defaults). */
+  nodeOptions: string;
   inFlightTarget: number;
   peakInFlight: number;
   rbdOnly: { started: number; completed: number; failed: number; errors: string[] };
@@ -141,7 +145,7 @@ interface HeapPeak {
   external: number;
 }
 
-async function startWorker(lab: LabEnv, host: string, log: (s: string) => void): Promise<{ pid: number; taskQueue: string; heapPeak: HeapPeak; stop(): Promise<void> }> {
+async function startWorker(lab: LabEnv, host: string, nodeOptions: string, log: (s: string) => void): Promise<{ pid: number; taskQueue: string; heapPeak: HeapPeak; stop(): Promise<void> }> {
   ensureFreshBuild(log);
   // Resolved here, so the compiled worker needs no lab code (and dist/ ships none).
   const config = labWorkerConfig(lab, host, process.env);
@@ -151,6 +155,7 @@ async function startWorker(lab: LabEnv, host: string, log: (s: string) => void):
   const proc = spawn(process.execPath, [path.join(ROOT, 'dist/bench/load-worker.js'), bundlePath, JSON.stringify(config)], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, NODE_OPTIONS: nodeOptions },
   });
   const exited = new Promise<void>((r) => proc.once('exit', () => r()));
   let out = '';
@@ -238,7 +243,7 @@ async function removeOwnImage(io: IoCtx, name: string): Promise<void> {
 
 export async function loadTest(ctx: LabContext, client: Client, g1: Guest, g3: Guest, o: LoadOptions): Promise<LoadResult> {
   const host = `bench-load-${randomUUID().slice(0, 6)}`;
-  const worker = await startWorker(ctx.env, host, o.log);
+  const worker = await startWorker(ctx.env, host, o.nodeOptions, o.log);
   // Let the new process finish warming up (bundle load, connections) before the idle baseline.
   await sleep(5000);
   const peaks = new TreePeaks();
@@ -360,6 +365,7 @@ export async function loadTest(ctx: LabContext, client: Client, g1: Guest, g3: G
     const idleHost = summarize(idle.map((s) => s.hostWindowMs));
     const loadHost = summarize(underLoad.map((s) => s.hostWindowMs));
     return {
+      nodeOptions: o.nodeOptions,
       approach:
         `${nRbd} slots each keeping one rbdOnlySnapshot workflow in flight (real snapshot/clone/flatten/finalize activities on 8 MiB RBD-only images), ` +
         'plus 2 guest lanes of the real consistentSnapshot (vmsnap-g1 snapshot-only, vmsnap-g3 full clone) back to back, one worker process',

@@ -11,6 +11,11 @@ export interface BenchOptions {
   flattenReps: number;
   load: boolean;
   loadWorkflows: number;
+  /**
+   * The load test twice in one run: its worker with node's defaults, then with the V8 flags the
+   * worker ships with (src/worker/node-options.ts), to compare their memory and timings.
+   */
+  memoryAb: boolean;
   pauseMs: number;
   outDir: string;
   /** Private copies of the lab guests (support/lab/scratch-guest.ts) instead of the shared ones. */
@@ -23,9 +28,11 @@ export interface BenchOptions {
 }
 
 export const USAGE = `npm run bench -- [--quick] [--runs N] [--guests 1disk,3disk] [--paxos 0.1,1.0]
-    [--no-window] [--no-flatten] [--flatten-reps N] [--no-load] [--load-workflows N] [--pause-ms MS] [--out DIR]
+    [--no-window] [--no-flatten] [--flatten-reps N] [--no-load] [--load-workflows N] [--memory-ab] [--pause-ms MS] [--out DIR]
     [--write-load [--dirty 0,16,64,256] [--write-rate MiB/s]] [--scratch [--guest-memory MiB] [--disk-mib MiB]]
   --quick: 5 runs per contender, the 1-disk guest, paxos 0.1, flatten 1 rep, no load test.
+  --memory-ab: the load test twice, its worker first with node's defaults, then with the V8 flags
+    the worker ships with (NODE_OPTIONS of deploy/vmsnap-worker.service); prints both and their ratios.
   --write-load: only the write-load lane (the freeze window of a busy guest): before each run the
     guest's writers write --dirty MiB on each data disk (at most --write-rate MiB/s each; 0 = unpaced);
     floor, naive, vmsnap without and with its pre-flush, and the floor after sync / syncfs, interleaved.
@@ -49,6 +56,7 @@ export function parseOptions(argv: string[]): BenchOptions {
       'flatten-reps': { type: 'string' },
       'no-load': { type: 'boolean', default: false },
       'load-workflows': { type: 'string', default: '50' },
+      'memory-ab': { type: 'boolean', default: false },
       'pause-ms': { type: 'string', default: '400' },
       out: { type: 'string', default: 'bench/results' },
       'write-load': { type: 'boolean', default: false },
@@ -92,6 +100,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     flattenReps: Number(values['flatten-reps'] ?? (quick ? 1 : 3)),
     load: !quick && !values['no-load'],
     loadWorkflows: Number(values['load-workflows']),
+    memoryAb: values['memory-ab'],
     pauseMs: Number(values['pause-ms']),
     outDir: values.out,
     scratch: values.scratch || values['guest-memory'] !== '256' || values['disk-mib'] !== '64',

@@ -231,3 +231,23 @@ export function renderTables(configs: ConfigStats[], tgs: Target[], flatten?: Fl
   for (const t of tgs) lines.push(`  ${t.met ? 'met   ' : 'MISSED'} ${t.name.padEnd(40)} ${t.config.padEnd(22)} ${fmt(t.value, 2).padStart(8)}  (${t.limit})`);
   return lines.join('\n');
 }
+
+/**
+ * `--memory-ab`: the same load test with the worker on node's defaults (base) and on the flags it
+ * ships with (shipped), in one run; each figure and shipped ÷ base.
+ */
+export function renderMemoryAb(base: LoadResult, shipped: LoadResult): string {
+  const rows: [string, number, number][] = [
+    ['worker RSS idle (MiB)', base.rssMiB.workerIdle, shipped.rssMiB.workerIdle],
+    ['worker RSS peak (MiB)', base.rssMiB.workerPeak, shipped.rssMiB.workerPeak],
+    ['worker + children peak (MiB)', base.rssMiB.withSnapshotterPeak, shipped.rssMiB.withSnapshotterPeak],
+    ['worker V8 heap peak total (MiB)', base.rssMiB.heapTotalPeak, shipped.rssMiB.heapTotalPeak],
+    ['g1 window under load p50 (ms)', base.underLoad.host.p50, shipped.underLoad.host.p50],
+    ['g1 end-to-end under load p50 (ms)', orchestrationOf(base.underLoad.samples)?.e2eP50 ?? Number.NaN, orchestrationOf(shipped.underLoad.samples)?.e2eP50 ?? Number.NaN],
+    ['workflows/min under load', base.workflowsPerMin, shipped.workflowsPerMin],
+  ];
+  const lines = ['', `memory A/B: load worker NODE_OPTIONS '${base.nodeOptions}' (base) vs '${shipped.nodeOptions}' (shipped), one run, base first`];
+  lines.push(`${'figure'.padEnd(36)} ${'base'.padStart(9)} ${'shipped'.padStart(9)}  shipped÷base`);
+  for (const [name, b, s] of rows) lines.push(`${name.padEnd(36)} ${fmt(b).padStart(9)} ${fmt(s).padStart(9)}  ${fmt(s / b, 2)}`);
+  return lines.join('\n');
+}

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigSchema } from '../../src/config';
+import { WORKER_NODE_OPTIONS } from '../../src/worker/node-options';
 
 const ROOT = path.resolve(__dirname, '../..');
 const UNIT = path.join(ROOT, 'deploy/vmsnap-worker.service');
@@ -30,6 +31,10 @@ describe('deploy/vmsnap-worker.service', () => {
 
   it('reads its settings from /etc/vmsnap/vmsnap.env', () => {
     expect(values(unit, 'EnvironmentFile')).toEqual(['-/etc/vmsnap/vmsnap.env']);
+  });
+
+  it('starts the worker with the V8 flags it ships with', () => {
+    expect(values(unit, 'Environment')).toEqual([`NODE_OPTIONS=${WORKER_NODE_OPTIONS}`]);
   });
 
   it('starts after libvirt, monolithic (libvirtd) or modular (virtqemud)', () => {
