@@ -118,7 +118,6 @@ export function vmsnapContender(ctx: LabContext, client: Client, taskQueue: stri
         if (r.freezeWindowMs === null || !r.quiesced) throw new Error(`vmsnap run of ${guest.name} was not quiesced: ${r.quiesceReason}`);
         const abs = await windowFromHistory(client, r.workflowId).catch(() => undefined);
         const b = r.freezeBreakdownMs ?? { freeze: 0, snapshot: 0, thaw: 0, gaps: 0 };
-        const stepsSum = Object.values(r.stepsMs).reduce((a, x) => a + x, 0);
         return {
           freezeStartMs: abs?.freezeStartMs ?? run.startMs,
           thawReturnMs: abs?.thawReturnMs ?? run.endMs,
@@ -132,7 +131,7 @@ export function vmsnapContender(ctx: LabContext, client: Client, taskQueue: stri
             ...(abs?.snapshotToThawMs !== undefined ? { 'gap snap→thaw': abs.snapshotToThawMs } : {}),
           },
           ...(abs ? {} : { probeFromMs: run.startMs, probeToMs: run.endMs }),
-          extra: { workflowId: r.workflowId, e2eMs: run.e2eMs, stepsMs: r.stepsMs, stepsSumMs: stepsSum, windowFromHistory: !!abs, ...(abs?.preFlush ? { preFlush: abs.preFlush } : {}) },
+          extra: { workflowId: r.workflowId, e2eMs: run.e2eMs, stepsMs: r.stepsMs, windowFromHistory: !!abs, ...(abs?.preFlush ? { preFlush: abs.preFlush } : {}) },
         };
       } finally {
         await removeKeptSnapshots(ctx, r);

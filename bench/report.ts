@@ -172,11 +172,7 @@ export function renderTables(configs: ConfigStats[], tgs: Target[], flatten?: Fl
     }
     if (c.orchestration) {
       const o = c.orchestration;
-      lines.push(`vmsnap orchestration (snapshot-only runs): end-to-end p50 ${fmt(o.e2eP50)} ms, sum of stepsMs p50 ${fmt(o.stepsSumP50)} ms, overhead p50 ${fmt(o.overheadP50)} ms (${fmt(o.overheadPctP50)}%)`);
-      lines.push(
-        `  of the steps, waits for turns (lock, slots) p50 ${fmt(o.turnsP50)} ms, the activities' work p50 ${fmt(o.workSumP50)} ms; ` +
-          `end-to-end ÷ steps p50 ${fmt(o.ratioToStepsP50, 2)}, ÷ work alone p50 ${fmt(o.ratioToWorkP50, 2)}`,
-      );
+      lines.push(`vmsnap orchestration (snapshot-only runs): ${orchestrationLine(o)}; overhead p50 ${fmt(o.overheadP50)} ms (${fmt(o.overheadPctP50)}%)`);
     }
   }
   if (flatten) {

@@ -141,10 +141,11 @@ async function mainOn(ctx: LabContext, o: BenchOptions, guestNames: string[], by
       });
     }
     if (o.load) {
+      const { client } = worker;
       const run = async (nodeOptions: string) => {
         log(`bench: load test (${o.loadWorkflows} workflows in flight), worker NODE_OPTIONS '${nodeOptions}'`);
         const [g1, g3] = [await ctx.guest(byKind['1disk']), await ctx.guest(byKind['3disk'])];
-        return loadTest(ctx, worker!.client, g1, g3, { workflows: o.loadWorkflows, idleRuns: 5, minLaneRuns: o.quick ? 2 : 5, nodeOptions, log }).catch((err: unknown) => {
+        return loadTest(ctx, client, g1, g3, { workflows: o.loadWorkflows, idleRuns: 5, minLaneRuns: o.quick ? 2 : 5, nodeOptions, log }).catch((err: unknown) => {
           errors.push(`load test (NODE_OPTIONS '${nodeOptions}'): ${err instanceof Error ? err.stack : String(err)}`);
           return undefined;
         });
